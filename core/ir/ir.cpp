@@ -1,0 +1,86 @@
+#include "core/ir/ir.h"
+
+#include <sstream>
+
+namespace paraproof {
+
+const char* dtypeName(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::F64: return "f64";
+    case DType::I64: return "i64";
+    case DType::I32: return "i32";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(const std::string& s) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::I32, DType::Bool})
+    if (s == dtypeName(t)) return t;
+  return std::nullopt;
+}
+
+int64_t numElements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shapeString(const Shape& s) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  os << ']';
+  return os.str();
+}
+
+ValueId Graph::findValue(const std::string& n) const {
+  auto it = valueIndex_.find(n);
+  return it == valueIndex_.end() ? kNone : it->second;
+}
+
+OpId Graph::findOp(const std::string& id) const {
+  auto it = opIndex_.find(id);
+  return it == opIndex_.end() ? kNone : it->second;
+}
+
+ValueId Graph::addInput(const std::string& n, TensorType type) {
+  ValueId id = static_cast<ValueId>(values.size());
+  values.push_back(Value{n, std::move(type), kNone, 0});
+  valueIndex_[n] = id;
+  inputs.push_back(id);
+  return id;
+}
+
+OpId Graph::addOp(Op op, const std::vector<std::pair<std::string, TensorType>>& outs) {
+  OpId id = static_cast<OpId>(ops.size());
+  op.outputs.clear();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    ValueId v = static_cast<ValueId>(values.size());
+    values.push_back(Value{outs[i].first, outs[i].second, id, static_cast<int>(i)});
+    valueIndex_[outs[i].first] = v;
+    op.outputs.push_back(v);
+  }
+  opIndex_[op.id] = id;
+  ops.push_back(std::move(op));
+  return id;
+}
+
+std::vector<std::vector<OpId>> Graph::consumers() const {
+  std::vector<std::vector<OpId>> c(values.size());
+  for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o)
+    for (ValueId v : ops[o].inputs) c[v].push_back(o);
+  return c;
+}
+
+void Graph::reindex() {
+  valueIndex_.clear();
+  opIndex_.clear();
+  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v) valueIndex_[values[v].name] = v;
+  for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o) opIndex_[ops[o].id] = o;
+}
+
+}  // namespace paraproof

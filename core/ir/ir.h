@@ -1,0 +1,76 @@
+// SSA dataflow graphs of tensor ops: the shared representation of logical and device programs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace paraproof {
+
+using Json = nlohmann::json;
+using Shape = std::vector<int64_t>;
+using ValueId = int32_t;
+using OpId = int32_t;
+inline constexpr int32_t kNone = -1;
+
+enum class DType { F32, BF16, F16, F64, I64, I32, Bool };
+
+const char* dtypeName(DType t);
+std::optional<DType> parseDType(const std::string& s);
+inline bool isInteger(DType t) { return t == DType::I64 || t == DType::I32; }
+int64_t numElements(const Shape& s);
+std::string shapeString(const Shape& s);
+
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::F32;
+  bool operator==(const TensorType&) const = default;
+};
+
+// An SSA value: defined exactly once, by a graph input or by one output of one op.
+struct Value {
+  std::string name;
+  TensorType type;
+  OpId producer = kNone;  // kNone for graph inputs
+  int producerOutput = 0;
+};
+
+struct Op {
+  std::string id;    // unique within the graph
+  std::string kind;  // registry name, e.g. "matmul", "all_reduce"
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  Json attrs = Json::object();
+  std::string scope;   // name scope for display, e.g. "layers.3.attention.wq"
+  std::string origin;  // id of the logical op this implements (device graphs), optional
+};
+
+// A DAG of ops in topological (definition) order. Values are referenced by dense ids.
+class Graph {
+ public:
+  std::string name;
+  std::vector<Value> values;
+  std::vector<Op> ops;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+
+  ValueId findValue(const std::string& name) const;
+  OpId findOp(const std::string& id) const;
+  // Adds a graph input; returns its id. Names must be unique (callers validate).
+  ValueId addInput(const std::string& name, TensorType type);
+  // Adds an op whose output values are created with the given names and types.
+  OpId addOp(Op op, const std::vector<std::pair<std::string, TensorType>>& outs);
+  // Consumers of every value, computed on demand.
+  std::vector<std::vector<OpId>> consumers() const;
+  void reindex();  // rebuild the name indexes after direct edits of values/ops
+
+ private:
+  std::unordered_map<std::string, ValueId> valueIndex_;
+  std::unordered_map<std::string, OpId> opIndex_;
+};
+
+}  // namespace paraproof

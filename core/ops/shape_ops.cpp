@@ -1,0 +1,7 @@
+#include "core/ops/families.h"
+
+namespace paraproof::ops {
+
+void registerShapeOps(std::vector<OpDef>& /*reg*/) {}  // placeholder: being implemented
+
+}  // namespace paraproof::ops

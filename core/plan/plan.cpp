@@ -1,0 +1,29 @@
+#include "core/plan/plan.h"
+
+namespace paraproof {
+
+Shape Box::extent() const {
+  Shape s;
+  s.reserve(ranges.size());
+  for (auto [a, b] : ranges) s.push_back(b - a);
+  return s;
+}
+
+const Device* Plan::deviceByRank(int rank) const {
+  int i = deviceIndex(rank);
+  return i == kNone ? nullptr : &devices[i];
+}
+
+int Plan::deviceIndex(int rank) const {
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].rank == rank) return static_cast<int>(i);
+  return kNone;
+}
+
+bool isCollective(const std::string& k) {
+  return k == "all_reduce" || k == "all_gather" || k == "reduce_scatter" || k == "all_to_all" || k == "broadcast";
+}
+
+bool isP2P(const std::string& k) { return k == "send" || k == "recv"; }
+
+}  // namespace paraproof

@@ -1,0 +1,59 @@
+// A parallel training plan: the logical single-device graph, one graph per device, and lineage
+// linking device tensors to the logical tensors they are slices or partial sums of.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/ir/ir.h"
+
+namespace paraproof {
+
+// Half-open index range [start, end) per dimension of the logical tensor.
+struct Box {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  Shape extent() const;
+  bool operator==(const Box&) const = default;
+  bool operator<(const Box& o) const { return ranges < o.ranges; }
+};
+
+// The device tensor equals part `part` of `parts` value parts of logical[box]: the `parts` tensors with the
+// same (tensor, box, parts) sum to logical[box]; parts == 1 means equality (replicas each satisfy it).
+struct Lineage {
+  std::string tensor;
+  Box box;
+  int part = 0;
+  int parts = 1;
+  bool operator==(const Lineage&) const = default;
+};
+
+struct Device {
+  int rank = 0;
+  std::vector<int64_t> coord;  // mesh coordinate, one entry per mesh axis
+  Graph graph;
+  std::map<ValueId, Lineage> lineage;  // device value -> lineage
+};
+
+struct Mesh {
+  std::vector<std::string> axes;  // e.g. {"dp","pp","tp"}
+  std::vector<int64_t> shape;
+};
+
+struct Plan {
+  std::string name;
+  Mesh mesh;
+  Graph logical;
+  std::vector<Device> devices;
+  Json metadata = Json::object();  // free-form: generator options, injected bug, ...
+
+  const Device* deviceByRank(int rank) const;
+  int deviceIndex(int rank) const;  // kNone if absent
+};
+
+// Collective and point-to-point op kinds, whose semantics span several devices.
+bool isCollective(const std::string& kind);  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
+bool isP2P(const std::string& kind);         // send, recv
+inline bool isCommunication(const std::string& kind) { return isCollective(kind) || isP2P(kind); }
+
+}  // namespace paraproof

@@ -1,0 +1,32 @@
+// Engines decide a Problem. One engine instance per worker thread (the Z3 engine owns a z3::context,
+// which must never be shared between threads).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/solver/problem.h"
+
+namespace paraproof::solver {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual Result check(const Problem& problem, const Budget& budget) = 0;
+};
+
+// The proof: reals, uninterpreted non-polynomial functions, exact integers; a sat model is re-evaluated
+// concretely and minimised.
+std::unique_ptr<Engine> makeZ3Engine();
+// The fast path: exact arithmetic modulo 2^61-1 on random inputs, functions as keyed hashes;
+// `trials` independent runs (Schwartz-Zippel).
+std::unique_ptr<Engine> makeFieldEngine(int trials = 2, uint64_t seed = 0x5eed);
+
+// Concrete evaluation of every node with the real functions, in double precision.
+std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<double>& vars);
+// True when two doubles agree up to rounding noise (relative and absolute tolerance).
+bool nearlyEqual(double a, double b);
+
+}  // namespace paraproof::solver

@@ -1,0 +1,287 @@
+#include "core/sym/expr.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <sstream>
+
+namespace paraproof::sym {
+
+const char* fnName(Fn f) {
+  switch (f) {
+    case Fn::Exp: return "exp";
+    case Fn::Log: return "log";
+    case Fn::Sqrt: return "sqrt";
+    case Fn::Sigmoid: return "sigmoid";
+    case Fn::Tanh: return "tanh";
+    case Fn::Erf: return "erf";
+    case Fn::Pow: return "pow";
+  }
+  return "?";
+}
+
+size_t ExprPool::KeyHash::operator()(const Key& k) const {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t x) { h = (h ^ x) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(k.kind));
+  mix(static_cast<uint64_t>(k.sort));
+  mix(static_cast<uint64_t>(k.fn));
+  mix(k.var);
+  mix(k.bits);
+  for (ExprId a : k.args) mix(a);
+  return static_cast<size_t>(h);
+}
+
+ExprPool::ExprPool() {
+  zero_ = real(0.0);
+  one_ = real(1.0);
+}
+
+ExprId ExprPool::intern(Node n) {
+  uint64_t bits = n.sort == Sort::Real ? std::bit_cast<uint64_t>(n.value) : static_cast<uint64_t>(n.ivalue);
+  if (n.kind != Kind::Const) bits = 0;
+  Key key{n.kind, n.sort, n.fn, n.var, bits, n.args};
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  ExprId id = static_cast<ExprId>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+ExprId ExprPool::real(double v) {
+  if (v == 0.0) v = 0.0;  // one zero: -0.0 and 0.0 are the same real
+  Node n{Kind::Const, Sort::Real};
+  n.value = v;
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::integer(int64_t v) {
+  Node n{Kind::Const, Sort::Int};
+  n.ivalue = v;
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::boolean(bool b) {
+  Node n{Kind::Const, Sort::Bool};
+  n.ivalue = b ? 1 : 0;
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::var(VarInfo info) {
+  Node n{Kind::Var, info.sort};
+  n.var = static_cast<uint32_t>(vars_.size());
+  vars_.push_back(std::move(info));
+  return intern(std::move(n));
+}
+
+bool ExprPool::isConst(ExprId e, double v) const {
+  const Node& n = nodes_[e];
+  if (n.kind != Kind::Const) return false;
+  return n.sort == Sort::Real ? n.value == v : static_cast<double>(n.ivalue) == v;
+}
+
+namespace {
+// Exact folding only: a folded constant must be the exact real result, never a rounded one.
+bool exactSum(double a, double b, double& out) {
+  double s = a + b;
+  double bb = s - a;
+  double err = (a - (s - bb)) + (b - bb);
+  if (err != 0 || !std::isfinite(s)) return false;
+  out = s;
+  return true;
+}
+bool exactProduct(double a, double b, double& out) {
+  double p = a * b;
+  if (!std::isfinite(p) || std::fma(a, b, -p) != 0) return false;
+  out = p;
+  return true;
+}
+}  // namespace
+
+ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
+  Sort s = in.empty() ? Sort::Real : nodes_[in[0]].sort;
+  // Flatten nested nodes of the same kind.
+  std::vector<ExprId> args;
+  args.reserve(in.size());
+  for (ExprId a : in) {
+    if (nodes_[a].kind == k) {
+      for (ExprId b : nodes_[a].args) args.push_back(b);
+    } else {
+      args.push_back(a);
+    }
+  }
+  // Fold constants exactly; keep unfoldable constants as separate terms.
+  std::vector<ExprId> rest;
+  std::vector<double> consts;
+  int64_t iacc = (k == Kind::Add) ? 0 : 1;
+  bool haveInt = false;
+  for (ExprId a : args) {
+    const Node& n = nodes_[a];
+    if (n.kind == Kind::Const && n.sort == Sort::Int) {
+      iacc = (k == Kind::Add) ? iacc + n.ivalue : iacc * n.ivalue;
+      haveInt = true;
+    } else if (n.kind == Kind::Const && n.sort == Sort::Real) {
+      bool merged = false;
+      for (double& c : consts) {
+        double r;
+        if ((k == Kind::Add) ? exactSum(c, n.value, r) : exactProduct(c, n.value, r)) {
+          c = r;
+          merged = true;
+          break;
+        }
+      }
+      if (!merged) consts.push_back(n.value);
+    } else {
+      rest.push_back(a);
+    }
+  }
+  if (k == Kind::Mul) {
+    for (double c : consts)
+      if (c == 0.0) return real(0.0);
+    if (haveInt && iacc == 0) return integer(0);
+  }
+  for (double c : consts)
+    if (!((k == Kind::Add && c == 0.0) || (k == Kind::Mul && c == 1.0))) rest.push_back(real(c));
+  if (haveInt && !((k == Kind::Add && iacc == 0) || (k == Kind::Mul && iacc == 1))) rest.push_back(integer(iacc));
+  if (rest.empty()) {
+    if (s == Sort::Int) return integer(k == Kind::Add ? 0 : 1);
+    return real(k == Kind::Add ? 0.0 : 1.0);
+  }
+  if (rest.size() == 1) return rest[0];
+  std::sort(rest.begin(), rest.end());
+  Node n{k, s};
+  n.args = std::move(rest);
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::add(ExprId a, ExprId b) { return nary(Kind::Add, {a, b}); }
+ExprId ExprPool::add(std::vector<ExprId> t) { return nary(Kind::Add, std::move(t)); }
+ExprId ExprPool::mul(ExprId a, ExprId b) { return nary(Kind::Mul, {a, b}); }
+ExprId ExprPool::mul(std::vector<ExprId> f) { return nary(Kind::Mul, std::move(f)); }
+
+ExprId ExprPool::neg(ExprId a) {
+  return sort(a) == Sort::Int ? mul(integer(-1), a) : mul(real(-1.0), a);
+}
+
+ExprId ExprPool::sub(ExprId a, ExprId b) { return add(a, neg(b)); }
+
+ExprId ExprPool::div(ExprId a, ExprId b) {
+  if (isConst(b, 1.0)) return a;
+  if (isConst(a, 0.0)) return a;
+  const Node& nb = nodes_[b];
+  if (nb.kind == Kind::Const && nb.sort == Sort::Real && nb.value != 0) {
+    // Division by a power of two is an exact multiplication.
+    int e;
+    double m = std::frexp(nb.value, &e);
+    if (m == 0.5 || m == -0.5) return mul(real(1.0 / nb.value), a);
+  }
+  Node n{Kind::Div, Sort::Real};
+  n.args = {a, b};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::apply(Fn f, std::vector<ExprId> args) {
+  Node n{Kind::Apply, Sort::Real};
+  n.fn = f;
+  n.args = std::move(args);
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::lt(ExprId a, ExprId b) {
+  Node n{Kind::Lt, Sort::Bool};
+  n.args = {a, b};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::le(ExprId a, ExprId b) {
+  if (a == b) return boolean(true);
+  Node n{Kind::Le, Sort::Bool};
+  n.args = {a, b};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::eq(ExprId a, ExprId b) {
+  if (a == b) return boolean(true);
+  const Node &na = nodes_[a], &nb = nodes_[b];
+  if (na.kind == Kind::Const && nb.kind == Kind::Const && na.sort == Sort::Int && nb.sort == Sort::Int)
+    return boolean(na.ivalue == nb.ivalue);
+  Node n{Kind::Eq, Sort::Bool};
+  n.args = {std::min(a, b), std::max(a, b)};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::land(ExprId a, ExprId b) {
+  if (isConst(a)) return nodes_[a].ivalue ? b : a;
+  if (isConst(b)) return nodes_[b].ivalue ? a : b;
+  Node n{Kind::And, Sort::Bool};
+  n.args = {std::min(a, b), std::max(a, b)};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::lor(ExprId a, ExprId b) {
+  if (isConst(a)) return nodes_[a].ivalue ? a : b;
+  if (isConst(b)) return nodes_[b].ivalue ? b : a;
+  Node n{Kind::Or, Sort::Bool};
+  n.args = {std::min(a, b), std::max(a, b)};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::lnot(ExprId a) {
+  if (isConst(a)) return boolean(!nodes_[a].ivalue);
+  Node n{Kind::Not, Sort::Bool};
+  n.args = {a};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::ite(ExprId c, ExprId t, ExprId e) {
+  if (t == e) return t;
+  if (isConst(c)) return nodes_[c].ivalue ? t : e;
+  Node n{Kind::Ite, nodes_[t].sort};
+  n.args = {c, t, e};
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::toReal(ExprId i) {
+  const Node& n = nodes_[i];
+  if (n.kind == Kind::Const) return real(static_cast<double>(n.ivalue));
+  Node r{Kind::ToReal, Sort::Real};
+  r.args = {i};
+  return intern(std::move(r));
+}
+
+std::string ExprPool::str(ExprId e, int depth) const {
+  const Node& n = nodes_[e];
+  std::ostringstream os;
+  if (n.kind == Kind::Const) {
+    if (n.sort == Sort::Real) os << n.value;
+    else if (n.sort == Sort::Bool) os << (n.ivalue ? "true" : "false");
+    else os << n.ivalue;
+    return os.str();
+  }
+  if (n.kind == Kind::Var) return vars_[n.var].name;
+  if (depth <= 0) return "...";
+  auto join = [&](const char* sep) {
+    os << '(';
+    for (size_t i = 0; i < n.args.size(); ++i) os << (i ? sep : "") << str(n.args[i], depth - 1);
+    os << ')';
+  };
+  switch (n.kind) {
+    case Kind::Add: join(" + "); break;
+    case Kind::Mul: join(" * "); break;
+    case Kind::Div: join(" / "); break;
+    case Kind::Lt: join(" < "); break;
+    case Kind::Le: join(" <= "); break;
+    case Kind::Eq: join(" == "); break;
+    case Kind::And: join(" && "); break;
+    case Kind::Or: join(" || "); break;
+    case Kind::Not: os << '!'; join(""); break;
+    case Kind::Ite: os << "ite"; join(", "); break;
+    case Kind::ToReal: os << "real"; join(""); break;
+    case Kind::Apply: os << fnName(n.fn); join(", "); break;
+    default: break;
+  }
+  return os.str();
+}
+
+}  // namespace paraproof::sym

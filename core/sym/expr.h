@@ -1,0 +1,119 @@
+// Scalar expression DAG: every op's semantics lowers to it, every engine (Z3, random field, concrete
+// double) interprets it. Nodes are hash-consed, Add/Mul are flattened and sorted, so structurally equal
+// terms share one id.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace paraproof::sym {
+
+using ExprId = uint32_t;
+
+enum class Sort : uint8_t { Real, Int, Bool };
+
+enum class Kind : uint8_t {
+  Const,   // Real: `value` (an exact binary rational); Int: `ivalue`; Bool: ivalue 0/1
+  Var,     // free input; `var` indexes ExprPool::vars()
+  Add,     // n-ary, Real or Int
+  Mul,     // n-ary, Real or Int
+  Div,     // Real / Real
+  Apply,   // uninterpreted-in-the-proof function `fn` of Real args -> Real
+  Lt,      // a < b, both Real or both Int -> Bool
+  Le,      // a <= b
+  Eq,      // a == b
+  And,
+  Or,
+  Not,
+  Ite,     // Bool ? T : T
+  ToReal,  // Int -> Real
+};
+
+// Non-polynomial functions. The proof treats them as uninterpreted (sound: a plan equal for every
+// function is equal for the real one); concrete evaluation uses the real function.
+enum class Fn : uint8_t { Exp, Log, Sqrt, Sigmoid, Tanh, Erf, Pow /* args: x, Const exponent */ };
+const char* fnName(Fn f);
+
+struct Node {
+  Kind kind;
+  Sort sort;
+  Fn fn = Fn::Exp;
+  uint32_t var = 0;
+  double value = 0;
+  int64_t ivalue = 0;
+  std::vector<ExprId> args = {};
+};
+
+struct VarInfo {
+  std::string name;  // e.g. "x[1,0]" or "dev3:w.part0[2]"
+  Sort sort;
+  int64_t lo = 0, hi = 0;  // Int vars range over [lo, hi)
+};
+
+class ExprPool {
+ public:
+  ExprPool();
+
+  const Node& node(ExprId e) const { return nodes_[e]; }
+  Sort sort(ExprId e) const { return nodes_[e].sort; }
+  size_t size() const { return nodes_.size(); }
+  const std::vector<VarInfo>& vars() const { return vars_; }
+
+  ExprId real(double v);
+  ExprId integer(int64_t v);
+  ExprId boolean(bool b);
+  ExprId zero() const { return zero_; }
+  ExprId one() const { return one_; }
+  ExprId var(VarInfo info);
+
+  ExprId add(ExprId a, ExprId b);
+  ExprId add(std::vector<ExprId> terms);  // empty -> 0 (Real)
+  ExprId sub(ExprId a, ExprId b);
+  ExprId neg(ExprId a);
+  ExprId mul(ExprId a, ExprId b);
+  ExprId mul(std::vector<ExprId> factors);
+  ExprId div(ExprId a, ExprId b);
+  ExprId scale(ExprId a, double c) { return mul(real(c), a); }
+  ExprId apply(Fn f, std::vector<ExprId> args);
+  ExprId lt(ExprId a, ExprId b);
+  ExprId le(ExprId a, ExprId b);
+  ExprId eq(ExprId a, ExprId b);
+  ExprId land(ExprId a, ExprId b);
+  ExprId lor(ExprId a, ExprId b);
+  ExprId lnot(ExprId a);
+  ExprId ite(ExprId c, ExprId t, ExprId e);
+  ExprId max(ExprId a, ExprId b) { return ite(le(b, a), a, b); }
+  ExprId min(ExprId a, ExprId b) { return ite(le(a, b), a, b); }
+  ExprId toReal(ExprId i);
+
+  bool isConst(ExprId e) const { return nodes_[e].kind == Kind::Const; }
+  bool isConst(ExprId e, double v) const;
+
+  // Human-readable rendering (bounded depth), for messages and debugging.
+  std::string str(ExprId e, int depth = 6) const;
+
+ private:
+  ExprId intern(Node n);
+  ExprId nary(Kind k, std::vector<ExprId> args);
+
+  struct Key {
+    Kind kind;
+    Sort sort;
+    Fn fn;
+    uint32_t var;
+    uint64_t bits;
+    std::vector<ExprId> args = {};
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::vector<Node> nodes_;
+  std::vector<VarInfo> vars_;
+  std::unordered_map<Key, ExprId, KeyHash> index_;
+  ExprId zero_ = 0, one_ = 0;
+};
+
+}  // namespace paraproof::sym

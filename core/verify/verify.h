@@ -1,0 +1,36 @@
+// The verification pipeline: validate -> cut stages -> reduce shapes -> check stages on N workers -> report.
+#pragma once
+
+#include <atomic>
+#include <functional>
+
+#include "core/plan/plan.h"
+#include "core/verify/report.h"
+
+namespace paraproof::verify {
+
+enum class EngineChoice { Z3, Random, Both };  // Both: random field first (fast counterexample), then Z3 proof
+
+struct Options {
+  int jobs = 1;
+  double timeoutSeconds = 60;  // per stage
+  EngineChoice engine = EngineChoice::Both;
+  bool reduceShapes = true;
+  bool dedupStages = true;
+};
+
+// Callbacks arrive on worker threads; implementations must be thread-safe and quick.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void onStagesPlanned(const std::vector<StageInfo>& /*stages*/) {}
+  virtual void onStageStarted(int /*stage*/) {}
+  virtual void onStageFinished(const StageResult& /*result*/) {}
+};
+
+// Verifies a plan. Never throws on bad input: an invalid plan yields Verdict::Invalid with its errors.
+// `cancel` is polled; a cancelled run returns promptly with the stages done so far and verdict Inconclusive.
+Report verifyPlan(const Plan& plan, const Options& options, Observer* observer = nullptr,
+                  const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace paraproof::verify
