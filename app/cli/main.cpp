@@ -1,6 +1,42 @@
+// paraproof: prove that a distributed training plan computes what its single-device model computes.
 #include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
 
-int main() {
-  std::puts("paraproof: under construction");
-  return 0;
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: paraproof <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S]\n"
+    "                         prove the plan equivalent to its logical model, or show where it is not\n"
+    "  inspect PLAN.json      summary: devices, ops, collectives, stages\n"
+    "\n"
+    "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive\n"
+    "run 'paraproof <command> --help' for a command's options\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  try {
+    if (cmd == "verify") return paraproof::cli::runVerify(args);
+    if (cmd == "inspect") return paraproof::cli::runInspect(args);
+  } catch (const paraproof::cli::UsageError& e) {
+    std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
+    return 2;
+  }
+  std::cerr << "paraproof: unknown command '" << cmd << "'\n" << kUsage;
+  return 2;
 }

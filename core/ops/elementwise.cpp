@@ -1,7 +1,167 @@
+// Elementwise ops: one input (functions, scalar arithmetic, cast) and two inputs (numpy broadcasting).
+#include <cmath>
+
+#include "core/ops/activations.h"
 #include "core/ops/families.h"
+#include "core/ops/op_util.h"
+#include "core/ops/sym_tensor.h"
 
 namespace paraproof::ops {
 
-void registerElementwise(std::vector<OpDef>& /*reg*/) {}  // placeholder: being implemented
+namespace {
+using namespace util;
+using sym::ExprId;
+using sym::ExprPool;
+
+using ScalarFn = std::function<ExprId(ExprPool&, ExprId, const Json&)>;
+using AttrCheck = std::function<void(const Json&)>;
+
+AxisInfo sameAxes(const std::vector<TensorType>& in, const std::vector<TensorType>&, const Json&) {
+  AxisInfo info;
+  tieAll(info, 0, 1, in[0].shape.size());
+  return info;
+}
+
+OpDef unary(std::string name, std::string summary, ScalarFn fn, AttrCheck check = nullptr,
+            bool floatOnly = true) {
+  OpDef d;
+  d.name = std::move(name);
+  d.minInputs = d.maxInputs = 1;
+  d.summary = std::move(summary);
+  d.infer = [check, floatOnly](const std::vector<TensorType>& in, const Json& attrs) {
+    if (floatOnly) requireFloat(in[0], "x");
+    if (check) check(attrs);
+    return std::vector<TensorType>{in[0]};
+  };
+  d.axes = sameAxes;
+  d.lower = [fn](ExprPool& p, const std::vector<SymTensor>& in, const Json& attrs) {
+    return std::vector<SymTensor>{st::map(in[0], [&](ExprId x) { return fn(p, x, attrs); })};
+  };
+  return d;
+}
+
+ExprId applyFn(ExprPool& p, sym::Fn f, ExprId x) {
+  return p.apply(f, {x});
+}
+
+void registerUnary(std::vector<OpDef>& reg) {
+  reg.push_back(unary(
+      "identity", "x", [](ExprPool&, ExprId x, const Json&) { return x; }, nullptr, false));
+  reg.push_back(unary(
+      "neg", "-x", [](ExprPool& p, ExprId x, const Json&) { return p.neg(x); }, nullptr, false));
+  const std::pair<const char*, sym::Fn> fns[] = {{"exp", sym::Fn::Exp},
+                                                 {"log", sym::Fn::Log},
+                                                 {"sqrt", sym::Fn::Sqrt},
+                                                 {"sigmoid", sym::Fn::Sigmoid},
+                                                 {"tanh", sym::Fn::Tanh}};
+  for (auto [name, fn] : fns)
+    reg.push_back(unary(name, std::string(name) + "(x)",
+                        [fn](ExprPool& p, ExprId x, const Json&) { return applyFn(p, fn, x); }));
+  reg.push_back(unary("rsqrt", "1 / sqrt(x)", [](ExprPool& p, ExprId x, const Json&) {
+    return p.div(p.one(), applyFn(p, sym::Fn::Sqrt, x));
+  }));
+  reg.push_back(
+      unary("reciprocal", "1 / x", [](ExprPool& p, ExprId x, const Json&) { return p.div(p.one(), x); }));
+  reg.push_back(unary("square", "x * x", [](ExprPool& p, ExprId x, const Json&) { return p.mul(x, x); }));
+  reg.push_back(
+      unary("relu", "max(x, 0)", [](ExprPool& p, ExprId x, const Json&) { return p.max(x, p.zero()); }));
+  reg.push_back(
+      unary("silu", "x * sigmoid(x)", [](ExprPool& p, ExprId x, const Json&) { return act::silu(p, x); }));
+  reg.push_back(unary(
+      "gelu", "GELU; attr approximate: \"tanh\" (default) or \"none\" (erf)",
+      [](ExprPool& p, ExprId x, const Json& a) {
+        return act::gelu(p, x, choiceAttr(a, "approximate", {"tanh", "none"}) == "none");
+      },
+      [](const Json& a) {
+        choiceAttr(a, "approximate", {"tanh", "none"});
+      }));
+  reg.push_back(unary(
+      "pow", "x ^ exponent (integral exponents expand to products)",
+      [](ExprPool& p, ExprId x, const Json& a) { return act::power(p, x, numAttr(a, "exponent")); },
+      [](const Json& a) { numAttr(a, "exponent"); }));
+  reg.push_back(unary(
+      "scale", "x * factor",
+      [](ExprPool& p, ExprId x, const Json& a) { return p.mul(p.real(numAttr(a, "factor")), x); },
+      [](const Json& a) { numAttr(a, "factor"); }));
+  reg.push_back(unary(
+      "div_scalar", "x / divisor (exact rational)",
+      [](ExprPool& p, ExprId x, const Json& a) { return p.div(x, p.real(numAttr(a, "divisor"))); },
+      [](const Json& a) {
+        if (numAttr(a, "divisor") == 0) throw ShapeError("attribute `divisor` must be nonzero");
+      }));
+  reg.push_back(unary(
+      "add_scalar", "x + value",
+      [](ExprPool& p, ExprId x, const Json& a) { return p.add(x, p.real(numAttr(a, "value"))); },
+      [](const Json& a) { numAttr(a, "value"); }));
+
+  OpDef cast;
+  cast.name = "cast";
+  cast.minInputs = cast.maxInputs = 1;
+  cast.summary = "x with another dtype (values are reals; integers convert exactly to reals)";
+  cast.infer = [](const std::vector<TensorType>& in, const Json& attrs) {
+    if (!hasAttr(attrs, "dtype")) throw ShapeError("missing attribute `dtype`");
+    DType to = dtypeAttr(attrs, "dtype", in[0].dtype);
+    bool fromInt = isInteger(in[0].dtype), toInt = isInteger(to);
+    if (!fromInt && toInt)
+      throw ShapeError("cast from " + typeString(in[0]) + " to " + dtypeName(to) +
+                       " is not supported (float to integer rounds)");
+    if (to == DType::Bool || in[0].dtype == DType::Bool)
+      throw ShapeError("cast to or from bool is not supported");
+    return std::vector<TensorType>{{in[0].shape, to}};
+  };
+  cast.axes = sameAxes;
+  cast.lower = [](ExprPool& p, const std::vector<SymTensor>& in, const Json& attrs) {
+    DType to = dtypeAttr(attrs, "dtype", in[0].type.dtype);
+    SymTensor r = st::withDType(in[0], to);
+    if (isInteger(in[0].type.dtype) && !isInteger(to)) r = st::map(r, [&](ExprId x) { return p.toReal(x); });
+    return std::vector<SymTensor>{r};
+  };
+  reg.push_back(std::move(cast));
+}
+
+using BinaryFn = SymTensor (*)(ExprPool&, const SymTensor&, const SymTensor&);
+
+OpDef binary(std::string name, std::string summary, BinaryFn fn, bool allowInteger) {
+  OpDef d;
+  d.name = std::move(name);
+  d.minInputs = d.maxInputs = 2;
+  d.summary = std::move(summary);
+  d.infer = [allowInteger](const std::vector<TensorType>& in, const Json&) {
+    bool ia = isInteger(in[0].dtype), ib = isInteger(in[1].dtype);
+    if (!allowInteger) {
+      requireFloat(in[0], "a");
+      requireFloat(in[1], "b");
+    } else if (ia != ib || in[0].dtype == DType::Bool || in[1].dtype == DType::Bool) {
+      throw ShapeError("operands must be both float or both integer, got a " + typeString(in[0]) + ", b " +
+                       typeString(in[1]));
+    }
+    return std::vector<TensorType>{{st::broadcastShape(in[0].shape, in[1].shape), in[0].dtype}};
+  };
+  d.axes = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out, const Json&) {
+    AxisInfo info;
+    tieBroadcast(info, 0, in[0].shape, 2, out[0].shape);
+    tieBroadcast(info, 1, in[1].shape, 2, out[0].shape);
+    return info;
+  };
+  d.lower = [fn](ExprPool& p, const std::vector<SymTensor>& in, const Json&) {
+    return std::vector<SymTensor>{fn(p, in[0], in[1])};
+  };
+  return d;
+}
+
+void registerBinary(std::vector<OpDef>& reg) {
+  reg.push_back(binary("add", "a + b (broadcasting)", st::add, true));
+  reg.push_back(binary("sub", "a - b (broadcasting)", st::sub, true));
+  reg.push_back(binary("mul", "a * b (broadcasting)", st::mul, true));
+  reg.push_back(binary("div", "a / b (broadcasting)", st::div, false));
+  reg.push_back(binary("maximum", "max(a, b) (broadcasting)", st::maximum, true));
+  reg.push_back(binary("minimum", "min(a, b) (broadcasting)", st::minimum, true));
+}
+}  // namespace
+
+void registerElementwise(std::vector<OpDef>& reg) {
+  registerUnary(reg);
+  registerBinary(reg);
+}
 
 }  // namespace paraproof::ops

@@ -1,7 +1,15 @@
 #include "core/ops/families.h"
+#include "core/ops/nn_families.h"
 
 namespace paraproof::ops {
 
-void registerNN(std::vector<OpDef>& /*reg*/) {}  // placeholder: being implemented
+void registerNN(std::vector<OpDef>& reg) {
+  registerNorms(reg);
+  registerActivationBackward(reg);
+  registerAttention(reg);
+  registerTokenOps(reg);
+  registerRouting(reg);
+  registerTraining(reg);
+}
 
 }  // namespace paraproof::ops

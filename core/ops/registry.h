@@ -44,6 +44,9 @@ struct AxisInfo {
     std::vector<AxisRef> from, to;
   };
   std::vector<Product> products;
+  // Axes that must keep their full extent: data values index along them (gather's source axis, the
+  // expert axis of topk whose `k` is a count), so scaling the axis would change the meaning.
+  std::vector<AxisRef> fixed;
 };
 
 using AxisFactor = std::function<int64_t(AxisRef)>;  // scale factor chosen for an axis

@@ -24,6 +24,12 @@ bool isCollective(const std::string& k) {
   return k == "all_reduce" || k == "all_gather" || k == "reduce_scatter" || k == "all_to_all" || k == "broadcast";
 }
 
+bool isCollective(const Op& op) {
+  return isCollective(op.kind) && (op.kind != "broadcast" || op.attrs.contains("instance"));
+}
+
+bool isCommunication(const Op& op) { return isCollective(op) || isP2P(op.kind); }
+
 bool isP2P(const std::string& k) { return k == "send" || k == "recv"; }
 
 }  // namespace paraproof

@@ -1,0 +1,60 @@
+#include <iostream>
+#include <map>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+#include "core/stage/stage.h"
+
+namespace paraproof::cli {
+
+int runInspect(const std::vector<std::string>& argv) {
+  Args args(argv, {}, {"help"});
+  if (args.has("help")) {
+    std::cout << "usage: paraproof inspect PLAN.json\n\nPrints a summary of the plan: mesh, devices, ops,\n"
+                 "collectives, lineage and the stages it is cut into.\n";
+    return 0;
+  }
+  if (args.positional().size() != 1) throw UsageError("expected exactly one PLAN.json");
+  const std::string path = args.positional()[0];
+  Plan plan;
+  try {
+    plan = loadPlan(path);
+  } catch (const PlanError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";
+    return 2;
+  }
+  auto diags = validatePlan(plan, path);
+  std::cout << "plan:     " << (plan.name.empty() ? path : plan.name) << "\n";
+  std::cout << "mesh:     ";
+  for (size_t i = 0; i < plan.mesh.axes.size(); ++i)
+    std::cout << (i ? " x " : "") << plan.mesh.axes[i] << "=" << (i < plan.mesh.shape.size() ? plan.mesh.shape[i] : 0);
+  std::cout << "\nlogical:  " << plan.logical.ops.size() << " ops, " << plan.logical.inputs.size() << " inputs, "
+            << plan.logical.outputs.size() << " outputs\n";
+  size_t ops = 0, lineage = 0;
+  std::map<std::string, size_t> comm;
+  for (const Device& d : plan.devices) {
+    ops += d.graph.ops.size();
+    lineage += d.lineage.size();
+    for (const Op& op : d.graph.ops)
+      if (isCommunication(op)) ++comm[op.kind];
+  }
+  std::cout << "devices:  " << plan.devices.size() << " (" << ops << " ops, " << lineage << " tensors with lineage)\n";
+  std::cout << "communication:";
+  if (comm.empty()) std::cout << " none";
+  for (const auto& [k, n] : comm) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
+  if (!diags.empty()) {
+    for (const auto& d : diags) std::cerr << "error: " << d.str() << "\n";
+    return 2;
+  }
+  auto stages = stage::cutStages(plan);
+  size_t comms = 0;
+  for (const auto& s : stages) comms += s.communication;
+  std::cout << "stages:   " << stages.size() << " (" << stages.size() - comms << " compute, " << comms
+            << " communication)\n";
+  return 0;
+}
+
+}  // namespace paraproof::cli

@@ -1,0 +1,114 @@
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "app/cli/args.h"
+#include "app/cli/commands.h"
+#include "core/plan/json_io.h"
+#include "core/verify/verify.h"
+
+namespace paraproof::cli {
+
+namespace {
+
+const char* kHelp =
+    "usage: paraproof verify PLAN.json [options]\n"
+    "\n"
+    "Proves, stage by stage, that the parallel plan computes exactly what its logical model computes\n"
+    "(over the reals), or reports the failing stage with a concrete counterexample.\n"
+    "\n"
+    "options:\n"
+    "  --jobs N              worker threads (default: number of cores)\n"
+    "  --engine E            z3 (proof), random (fast exact randomized check), both (default: random first,\n"
+    "                        then a Z3 proof)\n"
+    "  --timeout S           per-stage time limit in seconds (default 60)\n"
+    "  --json OUT            also write the report as JSON (atomically)\n"
+    "  --verbose             list every stage, not only the failing ones\n"
+    "  --no-reduce           check at full shapes (no shape reduction)\n"
+    "  --no-dedup            check identical stages separately\n"
+    "\n"
+    "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
+
+std::atomic<bool> gCancel{false};  // set from the SIGINT handler only (async-signal-safe)
+extern "C" void onInterrupt(int) { gCancel.store(true); }
+
+// Progress on stderr: one updating line on a terminal, nothing otherwise (logs stay clean).
+class Progress : public verify::Observer {
+ public:
+  explicit Progress(bool tty) : tty_(tty) {}
+  void onStagesPlanned(const std::vector<verify::StageInfo>& s) override {
+    std::lock_guard lock(mu_);
+    total_ = s.size();
+    if (tty_) std::cerr << "paraproof: " << total_ << " stages\n";
+  }
+  void onStageFinished(const verify::StageResult& r) override {
+    std::lock_guard lock(mu_);
+    ++done_;
+    failed_ += r.status == solver::Status::Failed;
+    if (tty_)
+      std::cerr << "\r[" << done_ << "/" << total_ << "] " << failed_ << " failed" << (done_ == total_ ? "\n" : "")
+                << std::flush;
+  }
+
+ private:
+  std::mutex mu_;
+  bool tty_;
+  size_t total_ = 0, done_ = 0, failed_ = 0;
+};
+
+}  // namespace
+
+int runVerify(const std::vector<std::string>& argv) {
+  Args args(argv, {"jobs", "engine", "timeout", "json"}, {"help", "verbose", "no-reduce", "no-dedup"});
+  if (args.has("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (args.positional().size() != 1) throw UsageError("expected exactly one PLAN.json");
+  verify::Options opt;
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  opt.jobs = args.getInt("jobs", cores, 1, 4096);
+  opt.timeoutSeconds = args.getDouble("timeout", 60, 0.001);
+  std::string engine = args.getOr("engine", "both");
+  if (engine == "z3") opt.engine = verify::EngineChoice::Z3;
+  else if (engine == "random") opt.engine = verify::EngineChoice::Random;
+  else if (engine == "both") opt.engine = verify::EngineChoice::Both;
+  else throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
+  opt.reduceShapes = !args.has("no-reduce");
+  opt.dedupStages = !args.has("no-dedup");
+
+  const std::string path = args.positional()[0];
+  Plan plan;
+  try {
+    plan = loadPlan(path);
+  } catch (const PlanError& e) {
+    for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << path << ": " << e.what() << "\n";
+    return 2;
+  }
+  if (plan.name.empty()) plan.name = path;
+
+  std::signal(SIGINT, onInterrupt);
+  Progress progress(isatty(STDERR_FILENO));
+  verify::Report report = verify::verifyPlan(plan, opt, &progress, &gCancel);
+  if (report.verdict == verify::Verdict::Invalid)
+    for (const auto& d : report.errors) std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": "
+                                                  << d.message << "\n";
+  std::cout << verify::reportToText(report, args.has("verbose"));
+  if (auto out = args.get("json")) {
+    try {
+      verify::saveReportJson(report, *out);
+    } catch (const std::exception& e) {
+      std::cerr << "error: cannot write report: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  return verify::exitCode(report.verdict);
+}
+
+}  // namespace paraproof::cli

@@ -1,0 +1,101 @@
+// One training step of a zoo model - forward, masked cross-entropy (mean over the valid tokens of the global
+// batch), backward, gradient accumulation, data-parallel reduction, global-norm clipping, AdamW - emitted
+// block by block under a sharding context. The same code emits the logical graph (every degree 1) and every
+// device graph, so the two cannot drift apart.
+//
+// Blocks: 0 = token embedding, 1..L = layers 0..L-1, L+1 = output head and loss. A pipeline stage owns a
+// contiguous range of blocks; the caller (core/parallel) orders forward/backward per micro-batch and moves
+// hidden states and their gradients between stages.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/models/emitter.h"
+#include "core/models/zoo.h"
+
+namespace paraproof::models {
+
+struct StepShape {
+  int layers = 0;
+  int64_t seq = 8;
+  int64_t batch = 2;  // global batch (sequences)
+};
+
+struct ParamInfo {
+  std::string name;   // "layers.3.mlp.w1.weight"
+  std::string scope;  // "layers.3.mlp.w1"
+  Shape shape;        // logical
+  int tpDim = -1;     // dimension sharded over tp; -1 = replicated
+  int block = 0;
+};
+
+class TrainingStep {
+ public:
+  TrainingStep(const ModelConfig& cfg, StepShape shape, const ShardContext& ctx, Emitter& em);
+
+  int blockCount() const { return shape_.layers + 2; }
+  int headBlock() const { return shape_.layers + 1; }
+  std::vector<ParamInfo> params(int block) const;
+  // Hidden state leaving `block` (the head has none) and its layout in the current micro-batch.
+  std::string hiddenName(int block) const;
+  Layout hiddenLayout(int block) const;
+  Layout hiddenGradLayout(int block) const;
+
+  // Declares parameters, optimizer state and data of the blocks [first, last], and the step-wide values
+  // (positions, valid-token count) they need.
+  void begin(int firstBlock, int lastBlock);
+  void setMicroBatch(int m);
+  void forward(int block);
+  void backward(int block);
+  // After the last micro-batch's backward of `block`: accumulates its gradients and reduces them over dp.
+  void finishGradients(int block);
+  // Loss reduction, clipping and AdamW over the owned parameters; declares the program outputs.
+  void finish();
+
+  void put(const Val& v);  // into the current micro-batch's environment, keyed by logical name
+  const Val& get(const std::string& logicalName) const;
+
+ private:
+  // Layouts under the current sharding and micro-batch.
+  Layout act(const std::string& name, Shape logical) const;     // batch-major activation rows
+  Layout tokens(const std::string& name, Shape logical) const;  // flattened (batch*seq) rows
+  Layout param(const ParamInfo& p) const;
+  Layout grad(const ParamInfo& p) const;  // this micro-batch's gradient contribution
+  Layout lossPart(const std::string& name) const;
+  int gradPart() const;
+  int gradParts() const;
+  const ParamInfo& paramInfo(const std::string& name) const;
+
+  Val linear(const std::string& scope, const Val& x, const std::string& weight, const Layout& out);
+  Val linearDx(const std::string& scope, const Val& dy, const std::string& weight, const Layout& dx);
+  void linearDw(const std::string& scope, const Val& dy, const Val& x, const std::string& weight);
+  void addGrad(const std::string& param, const Val& g);
+
+  void embeddingForward();
+  void embeddingBackward();
+  void llamaLayerForward(int layer);
+  void llamaLayerBackward(int layer);
+  void mlpLayerForward(int layer);
+  void mlpLayerBackward(int layer);
+  void headForward();
+  void headBackward();
+  void vocabParallelLoss(const Val& logits, const Val& labels, const Val& mask);
+  void vocabParallelLossBackward(const Val& logits, const Val& labels, const Val& mask);
+
+  const ModelConfig& cfg_;
+  StepShape shape_;
+  const ShardContext& ctx_;
+  Emitter& em_;
+  int mb_ = 0;
+  int firstBlock_ = 0, lastBlock_ = 0;
+  std::vector<ParamInfo> owned_;
+  std::vector<std::map<std::string, Val>> env_;  // per micro-batch
+  std::map<std::string, Val> global_;            // parameters, optimizer state, step-wide values
+  std::map<std::string, std::vector<Val>> mbGrads_;
+  std::map<std::string, Val> grads_;  // reduced gradients, by parameter name
+  std::vector<Val> lossParts_;
+};
+
+}  // namespace paraproof::models

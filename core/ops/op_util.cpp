@@ -1,0 +1,152 @@
+#include "core/ops/op_util.h"
+
+namespace paraproof::ops::util {
+
+std::string typeString(const TensorType& t) {
+  return std::string(dtypeName(t.dtype)) + shapeString(t.shape);
+}
+
+bool hasAttr(const Json& attrs, const char* key) {
+  return attrs.is_object() && attrs.contains(key) && !attrs[key].is_null();
+}
+
+namespace {
+const Json& need(const Json& attrs, const char* key) {
+  if (!hasAttr(attrs, key)) throw ShapeError(std::string("missing attribute `") + key + "`");
+  return attrs[key];
+}
+[[noreturn]] void badAttr(const char* key, const char* what, const Json& v) {
+  throw ShapeError(std::string("attribute `") + key + "` must be " + what + ", got " + v.dump());
+}
+int64_t asInt(const Json& v, const char* key) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+  }
+  badAttr(key, "an integer", v);
+}
+}  // namespace
+
+int64_t intAttr(const Json& attrs, const char* key) {
+  return asInt(need(attrs, key), key);
+}
+int64_t intAttr(const Json& attrs, const char* key, int64_t dflt) {
+  return hasAttr(attrs, key) ? intAttr(attrs, key) : dflt;
+}
+
+double numAttr(const Json& attrs, const char* key) {
+  const Json& v = need(attrs, key);
+  if (!v.is_number()) badAttr(key, "a number", v);
+  return v.get<double>();
+}
+double numAttr(const Json& attrs, const char* key, double dflt) {
+  return hasAttr(attrs, key) ? numAttr(attrs, key) : dflt;
+}
+
+bool boolAttr(const Json& attrs, const char* key, bool dflt) {
+  if (!hasAttr(attrs, key)) return dflt;
+  const Json& v = attrs[key];
+  if (!v.is_boolean()) badAttr(key, "true or false", v);
+  return v.get<bool>();
+}
+
+std::vector<int64_t> intListAttr(const Json& attrs, const char* key) {
+  const Json& v = need(attrs, key);
+  if (!v.is_array()) badAttr(key, "a list of integers", v);
+  std::vector<int64_t> out;
+  for (const Json& e : v)
+    out.push_back(asInt(e, key));
+  return out;
+}
+
+std::string choiceAttr(const Json& attrs, const char* key, std::initializer_list<const char*> allowed) {
+  if (!hasAttr(attrs, key)) return *allowed.begin();
+  const Json& v = attrs[key];
+  std::string options;
+  for (const char* a : allowed) {
+    if (v.is_string() && v.get<std::string>() == a) return a;
+    options += options.empty() ? std::string("\"") + a + "\"" : std::string(", \"") + a + "\"";
+  }
+  badAttr(key, ("one of " + options).c_str(), v);
+}
+
+DType dtypeAttr(const Json& attrs, const char* key, DType dflt) {
+  if (!hasAttr(attrs, key)) return dflt;
+  const Json& v = attrs[key];
+  if (v.is_string())
+    if (auto d = parseDType(v.get<std::string>())) return *d;
+  badAttr(key, "a dtype (f32, bf16, f16, f64, i64, i32, bool)", v);
+}
+
+int normDim(int64_t dim, size_t rank, const std::string& what) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r)
+    throw ShapeError(what + " " + std::to_string(dim) + " is out of range for rank " + std::to_string(rank));
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
+int dimAttr(const Json& attrs, const char* key, size_t rank) {
+  return normDim(intAttr(attrs, key), rank, std::string("attribute `") + key + "`");
+}
+
+Shape shapeAttr(const Json& attrs, const char* key) {
+  Shape s = intListAttr(attrs, key);
+  for (int64_t d : s)
+    if (d < 0) badAttr(key, "a list of non-negative extents", attrs[key]);
+  return s;
+}
+
+void requireFloat(const TensorType& t, const std::string& what) {
+  if (isInteger(t.dtype) || t.dtype == DType::Bool)
+    throw ShapeError(what + " must be a float tensor, got " + typeString(t));
+}
+
+void requireInteger(const TensorType& t, const std::string& what) {
+  if (!isInteger(t.dtype))
+    throw ShapeError(what + " must be an integer tensor (i64/i32), got " + typeString(t));
+}
+
+void requireRank(const TensorType& t, size_t rank, const std::string& what) {
+  if (t.shape.size() != rank)
+    throw ShapeError(what + " must have rank " + std::to_string(rank) + ", got " + typeString(t));
+}
+
+void requireMinRank(const TensorType& t, size_t rank, const std::string& what) {
+  if (t.shape.size() < rank)
+    throw ShapeError(what + " must have rank >= " + std::to_string(rank) + ", got " + typeString(t));
+}
+
+void requireShape(const TensorType& t, const Shape& s, const std::string& what) {
+  if (t.shape != s) throw ShapeError(what + " must have shape " + shapeString(s) + ", got " + typeString(t));
+}
+
+void tie(AxisInfo& info, int portA, int axisA, int portB, int axisB) {
+  info.ties.push_back({AxisRef{portA, axisA}, AxisRef{portB, axisB}});
+}
+
+void tieAll(AxisInfo& info, int portA, int portB, size_t rank) {
+  for (size_t i = 0; i < rank; ++i)
+    tie(info, portA, static_cast<int>(i), portB, static_cast<int>(i));
+}
+
+void tieBroadcast(AxisInfo& info, int inPort, const Shape& in, int outPort, const Shape& out) {
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] == out[off + i]) tie(info, inPort, static_cast<int>(i), outPort, static_cast<int>(off + i));
+}
+
+void markReduced(AxisInfo& info, int port, int axis, const Shape& shape) {
+  if (shape[axis] > 1) info.reduced.push_back(AxisRef{port, axis});
+}
+
+void markFixed(AxisInfo& info, int port, int axis) {
+  info.fixed.push_back(AxisRef{port, axis});
+}
+
+int64_t scaled(int64_t value, const AxisFactor& factor, int port, int axis) {
+  int64_t f = factor ? factor(AxisRef{port, axis}) : 1;
+  return f > 1 ? value / f : value;
+}
+
+}  // namespace paraproof::ops::util

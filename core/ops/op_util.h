@@ -1,0 +1,51 @@
+// Helpers shared by the op definitions: attribute parsing and type checks that fail with ShapeError
+// messages naming the attribute or operand, and AxisInfo builders.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/ops/registry.h"
+
+namespace paraproof::ops::util {
+
+// "f32[4,8]"
+std::string typeString(const TensorType& t);
+
+bool hasAttr(const Json& attrs, const char* key);
+int64_t intAttr(const Json& attrs, const char* key);
+int64_t intAttr(const Json& attrs, const char* key, int64_t dflt);
+double numAttr(const Json& attrs, const char* key);
+double numAttr(const Json& attrs, const char* key, double dflt);
+bool boolAttr(const Json& attrs, const char* key, bool dflt);
+std::vector<int64_t> intListAttr(const Json& attrs, const char* key);
+// A string attribute that must be one of `allowed`; the first entry is the default when absent.
+std::string choiceAttr(const Json& attrs, const char* key, std::initializer_list<const char*> allowed);
+DType dtypeAttr(const Json& attrs, const char* key, DType dflt);
+// An axis attribute for a tensor of rank `rank`; negative values count from the end.
+int dimAttr(const Json& attrs, const char* key, size_t rank);
+int normDim(int64_t dim, size_t rank, const std::string& what);
+// A shape attribute: non-negative extents.
+Shape shapeAttr(const Json& attrs, const char* key);
+
+void requireFloat(const TensorType& t, const std::string& what);
+void requireInteger(const TensorType& t, const std::string& what);
+void requireRank(const TensorType& t, size_t rank, const std::string& what);
+void requireMinRank(const TensorType& t, size_t rank, const std::string& what);
+void requireShape(const TensorType& t, const Shape& s, const std::string& what);
+
+// Axis-structure builders. Ports: inputs 0..n-1, then outputs.
+void tie(AxisInfo& info, int portA, int axisA, int portB, int axisB);
+// Ties axis i of portA with axis i of portB for every i < rank.
+void tieAll(AxisInfo& info, int portA, int portB, size_t rank);
+// Ties the right-aligned axes of a broadcast operand to the output; broadcast (size 1) axes stay free.
+void tieBroadcast(AxisInfo& info, int inPort, const Shape& in, int outPort, const Shape& out);
+// Marks an axis reduced when it has more than one element (a size-1 axis cannot keep 2).
+void markReduced(AxisInfo& info, int port, int axis, const Shape& shape);
+void markFixed(AxisInfo& info, int port, int axis);
+
+// Divides a full-size index value by the axis scale factor (the shape reducer guarantees divisibility).
+int64_t scaled(int64_t value, const AxisFactor& factor, int port, int axis);
+
+}  // namespace paraproof::ops::util

@@ -1,0 +1,554 @@
+#include "core/parallel/bugs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/parallel/generate.h"
+#include "core/parallel/plan_edit.h"
+
+namespace paraproof::parallel {
+
+namespace {
+
+// What a mutation may rely on: the generated plan, its strategy, and the resolved place.
+struct Where {
+  Plan& plan;
+  ParallelSpec spec;
+  int layers = 0;
+  bool llama = false;
+  InjectionSite site;
+  Injection& out;
+
+  std::string mb(const std::string& base) const {
+    return spec.mb > 1 ? base + "#" + std::to_string(site.microBatch) : base;
+  }
+  std::string layer(const std::string& rest) const { return "layers." + std::to_string(site.layer) + "." + rest; }
+  Device& dev(int rank) const { return deviceByRank(plan, rank); }
+  Device& here() const { return dev(site.rank); }
+  void changed(int rank, const std::string& op) { out.changedOps.emplace_back(rank, op); }
+};
+
+std::vector<int> groupOf(const Op& o) { return o.attrs.at("group").get<std::vector<int>>(); }
+
+// Applies `fn` to the collective `opId` on every member of its group (the same op id on each: SPMD), so
+// the plan stays well matched.
+void onEveryMember(Where& w, const std::string& opId, const std::function<void(Device&, Op&)>& fn) {
+  Op& first = opById(w.here(), opId);
+  if (first.kind != "all_reduce" && first.kind != "all_gather" && first.kind != "reduce_scatter")
+    throw std::logic_error("bug injection: op '" + opId + "' is a " + first.kind + ", not a collective");
+  for (int r : groupOf(first)) {
+    Device& d = w.dev(r);
+    fn(d, opById(d, opId));
+    w.changed(r, opId);
+  }
+}
+
+const std::string& nameOf(const Device& d, ValueId v) { return d.graph.values[v].name; }
+
+// The op producing a value (by value name) on a device.
+Op& producerOf(Device& d, const std::string& value) {
+  const Value& v = d.graph.values[valueByName(d, value)];
+  if (v.producer == kNone) throw std::invalid_argument("value '" + value + "' is a graph input");
+  return d.graph.ops[v.producer];
+}
+
+// The forward tensor-parallel all-reduce closing the layer's MLP (row-parallel second linear).
+std::string mlpOutputReduce(const Where& w) {
+  return w.mb(w.layer(w.llama ? "mlp.w2.out" : "mlp.fc2.out")) + "/ar";
+}
+
+// The data-parallel gradient bucket of the layer (one coalesced all_reduce over the layer's gradients).
+std::string gradBucket(Where& w) {
+  const std::string scope = "layers." + std::to_string(w.site.layer);
+  for (const Op& o : w.here().graph.ops)
+    if (o.kind == "all_reduce" && o.scope == scope && o.inputs.size() > 1) return o.id;
+  throw std::invalid_argument("no data-parallel gradient bucket for " + scope + " on rank " +
+                              std::to_string(w.site.rank));
+}
+
+void toIdentity(Device&, Op& o) {
+  o.kind = "identity";
+  o.attrs = Json::object();
+}
+
+void setEps(Where& w, int rank) {
+  const std::string id = w.mb(w.layer("attention_norm.out"));
+  Op& o = opById(w.dev(rank), id);
+  o.attrs["eps"] = 1e-3;
+  w.changed(rank, id);
+}
+
+void setAttentionScale(Where& w, int rank) {
+  const std::string id = w.mb(w.layer("attention.core.out"));
+  Op& o = opById(w.dev(rank), id);
+  const double scale = o.attrs.at("scale").get<double>();
+  o.attrs["scale"] = scale * scale;  // 1/d instead of 1/sqrt(d)
+  w.changed(rank, id);
+}
+
+// Another rank holding the same layer (same pipeline stage): the tp neighbour, else the dp neighbour.
+int neighbour(Where& w, std::vector<const char*> axes = {"tp", "dp"}) {
+  for (const char* kind : axes)
+    for (const Op& o : w.here().graph.ops)
+      if (o.kind == "all_reduce" && o.attrs.at("instance").get<std::string>().find(std::string("@") + kind) !=
+                                        std::string::npos)
+        for (int r : groupOf(o))
+          if (r != w.site.rank) return r;
+  throw std::invalid_argument("the bug needs a second rank holding layer " + std::to_string(w.site.layer));
+}
+
+using Mutation = std::function<void(Where&)>;
+
+struct Needs {
+  int dp = 1, tp = 1, pp = 1, mb = 1;
+  bool llama = false;
+  bool layer = true;  // the site names a layer
+};
+
+struct Item {
+  BugEntry entry;
+  Needs needs;
+  Mutation mutate;
+};
+
+const char* kLlamaPlan = "dp=2,tp=2,pp=2,mb=2";
+
+std::vector<Item> buildCatalog() {
+  std::vector<Item> c;
+  auto add = [&](std::string id, std::string cls, std::string desc, std::string source, Needs needs, Mutation m,
+                 std::string model = "llama3-8b", std::string par = kLlamaPlan) {
+    c.push_back(Item{{std::move(id), std::move(cls), std::move(desc), std::move(source), std::move(model),
+                      std::move(par)},
+                     needs,
+                     std::move(m)});
+  };
+  const std::string tv = "TrainVerify case study (Llama3-8B, Megatron-style dp2 tp2 pp2)";
+
+  add("tv01-allreduce-missing", "missing collective",
+      "The tensor-parallel all-reduce after the MLP's row-parallel linear is replaced by a no-op, so each rank "
+      "continues with its partial sum instead of the full output; shapes and data flow look intact.",
+      tv, {.tp = 2}, [](Where& w) { onEveryMember(w, mlpOutputReduce(w), toIdentity); });
+
+  add("tv02-allreduce-dataflow-broken", "missing collective",
+      "The all-reduce after the MLP's row-parallel linear is deleted and its consumer reads a buffer nobody "
+      "wrote (modelled as zeros), so the MLP contributes nothing to the residual stream.",
+      tv, {.tp = 2}, [](Where& w) {
+        onEveryMember(w, mlpOutputReduce(w), [](Device& d, Op& o) {
+          const TensorType& t = d.graph.values[o.outputs[0]].type;
+          o.kind = "constant";
+          o.inputs.clear();
+          o.attrs = {{"shape", t.shape}, {"value", 0}, {"dtype", dtypeName(t.dtype)}};
+        });
+      });
+
+  add("tv03-allreduce-as-allgather", "wrong collective",
+      "The all-reduce after the MLP's row-parallel linear is replaced by an all-gather whose first chunk is "
+      "read back, so every rank uses rank 0's partial sum instead of the reduced output.",
+      tv, {.tp = 2}, [](Where& w) {
+        const std::string id = mlpOutputReduce(w);
+        Op& first = opById(w.here(), id);
+        for (int r : groupOf(first)) {
+          Device& d = w.dev(r);
+          const Op o = opById(d, id);
+          const std::string in = nameOf(d, o.inputs[0]), outName = nameOf(d, o.outputs[0]);
+          const int64_t rows = d.graph.values[o.outputs[0]].type.shape[0];
+          replaceOp(d, id,
+                    {NewOp{id + ".gather", "all_gather", {in},
+                           {{"group", o.attrs["group"]}, {"instance", o.attrs["instance"]}, {"dim", 0}},
+                           {outName + ".gathered"}, o.scope, ""},
+                     NewOp{id, "slice", {outName + ".gathered"}, {{"dim", 0}, {"start", 0}, {"end", rows}},
+                           {outName}, o.scope, ""}});
+          w.changed(r, id);
+        }
+      });
+
+  add("tv05-fused-reduction-missing", "missing collective",
+      "One gradient inside the layer's coalesced data-parallel all-reduce bucket is left out of the reduction "
+      "and passed through unreduced, so that weight is updated with one replica's gradient only.",
+      tv, {.dp = 2}, [](Where& w) {
+        const std::string id = gradBucket(w);
+        Op& first = opById(w.here(), id);
+        for (int r : groupOf(first)) {
+          Device& d = w.dev(r);
+          const Op o = opById(d, id);
+          NewOp rest{id, "all_reduce", {}, o.attrs, {}, o.scope, ""};
+          for (size_t i = 1; i < o.inputs.size(); ++i) {
+            rest.inputs.push_back(nameOf(d, o.inputs[i]));
+            rest.outputs.push_back(nameOf(d, o.outputs[i]));
+          }
+          NewOp skipped{id + ".skipped", "identity", {nameOf(d, o.inputs[0])}, {}, {nameOf(d, o.outputs[0])},
+                        o.scope, ""};
+          replaceOp(d, id, {skipped, rest});
+          w.changed(r, id);
+        }
+      });
+
+  add("tv06-pp-wrong-peer", "pipeline communication",
+      "Pipeline send/recv pairs of two data-parallel replicas are crossed: the next stage receives the "
+      "activations of the other replica's micro-batch, so its layers run on the wrong sequences.",
+      tv, {.dp = 2, .pp = 2, .layer = false}, [](Where& w) {
+        Device& r = w.here();
+        std::string name;
+        for (const Op& o : r.graph.ops)
+          if (o.kind == "recv" && nameOf(r, o.outputs[0]).find(".grad") == std::string::npos &&
+              (w.spec.mb == 1 || o.id.ends_with("#" + std::to_string(w.site.microBatch)))) {
+            name = o.id;
+            break;
+          }
+        if (name.empty())
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " receives no activations (choose a rank of a later pipeline stage)");
+        const int a = opById(r, name).attrs.at("peer").get<int>();
+        const int r2 = neighbour(w, {"dp"});  // a data-parallel partner of the same stage
+        const int a2 = opById(w.dev(r2), name).attrs.at("peer").get<int>();
+        auto relink = [&](int src, int dst) {
+          const std::string inst = "p2p:" + name + ":" + std::to_string(src) + "->" + std::to_string(dst);
+          Op& s = opById(w.dev(src), "send:" + name);
+          s.attrs["peer"] = dst;
+          s.attrs["instance"] = inst;
+          Op& rv = opById(w.dev(dst), name);
+          rv.attrs["peer"] = src;
+          rv.attrs["instance"] = inst;
+          w.changed(src, "send:" + name);
+          w.changed(dst, name);
+        };
+        relink(a2, w.site.rank);
+        relink(a, r2);
+      });
+
+  add("tv07-eps", "inconsistent constant",
+      "One rank's attention RMSNorm uses eps = 1e-3 instead of the model's 1e-5, so its normalised "
+      "activations differ slightly from the other ranks'.",
+      tv, {.llama = true}, [](Where& w) { setEps(w, w.site.rank); });
+
+  add("tv08-pow-exponent", "inconsistent constant",
+      "One rank computes its attention RMSNorm by hand and squares with pow(x, 3) instead of pow(x, 2), so "
+      "its normalisation statistic is wrong.",
+      tv, {.llama = true}, [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer("attention_norm.out"));
+        const Op o = opById(d, id);
+        const std::string x = nameOf(d, o.inputs[0]), wt = nameOf(d, o.inputs[1]), y = nameOf(d, o.outputs[0]);
+        const double eps = o.attrs.at("eps").get<double>();
+        auto n = [&](const std::string& k, std::string kind, std::vector<std::string> in, Json attrs) {
+          return NewOp{id + "." + k, std::move(kind), std::move(in), std::move(attrs), {y + "." + k}, o.scope,
+                       o.origin};
+        };
+        std::vector<NewOp> ops = {n("pow", "pow", {x}, {{"exponent", 3}}),
+                                  n("mean", "mean", {y + ".pow"}, {{"dims", {-1}}, {"keepdim", true}}),
+                                  n("eps", "add_scalar", {y + ".mean"}, {{"value", eps}}),
+                                  n("rsqrt", "rsqrt", {y + ".eps"}, Json::object()),
+                                  n("normed", "mul", {x, y + ".rsqrt"}, Json::object()),
+                                  NewOp{id, "mul", {y + ".normed", wt}, {}, {y}, o.scope, o.origin}};
+        replaceOp(d, id, ops);
+        w.changed(w.site.rank, id);
+      });
+
+  add("tv09-eps-several-ranks", "inconsistent constant",
+      "As tv07, but every rank holding the layer uses the wrong RMSNorm eps, so the ranks agree with each "
+      "other and only the comparison with the model reveals it.",
+      tv, {.llama = true}, [](Where& w) {
+        for (Device& d : w.plan.devices)
+          if (d.graph.findOp(w.mb(w.layer("attention_norm.out"))) != kNone) setEps(w, d.rank);
+      });
+
+  add("tv10-backward-wrong-input", "wrong backward dataflow",
+      "The activation's backward reads the activation's output instead of its input (silu'(y) instead of "
+      "silu'(x)), a classic slip when a fused kernel saves the wrong tensor for backward.",
+      tv, {}, [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer(w.llama ? "mlp.w1.out.grad" : "mlp.fc1.out.grad"));
+        Op& o = opById(d, id);
+        o.inputs[0] = valueByName(d, w.mb(w.layer("mlp.act")));
+        w.changed(w.site.rank, id);
+      });
+
+  add("tv11-backward-outputs-swapped", "wrong backward dataflow",
+      "The attention backward's key and value gradients are returned in swapped order, so wk is trained with "
+      "dV and wv with dK (their shapes agree under GQA, nothing crashes).",
+      tv, {.llama = true}, [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer("attention.q_rot.grad"));
+        Op& o = opById(d, id);
+        std::swap(o.outputs[1], o.outputs[2]);
+        d.graph.values[o.outputs[1]].producerOutput = 1;
+        d.graph.values[o.outputs[2]].producerOutput = 2;
+        w.changed(w.site.rank, id);
+      });
+
+  add("tv12-scale-one-rank", "inconsistent scaling",
+      "One rank scales its attention scores by 1/head_dim instead of 1/sqrt(head_dim), a wrong divisor "
+      "that only that rank's heads see.",
+      tv, {.llama = true}, [](Where& w) { setAttentionScale(w, w.site.rank); });
+
+  add("tv13-scale-two-ranks", "inconsistent scaling",
+      "As tv12, on two ranks holding the same layer.", tv, {.llama = true}, [](Where& w) {
+        setAttentionScale(w, w.site.rank);
+        setAttentionScale(w, neighbour(w));
+      });
+
+  add("tv14-early-grad-reduce", "schedule order",
+      "The data-parallel gradient reduction of the layer is launched before the last micro-batch's backward "
+      "finished: it reduces the gradient accumulated so far and the last micro-batch's contribution is lost.",
+      tv, {.dp = 2, .mb = 2}, [](Where& w) {
+        const std::string id = gradBucket(w);
+        Op& first = opById(w.here(), id);
+        for (int r : groupOf(first)) {
+          Device& d = w.dev(r);
+          Op& o = opById(d, id);
+          for (ValueId& in : o.inputs) {
+            const Value& acc = d.graph.values[in];
+            if (acc.producer != kNone && d.graph.ops[acc.producer].kind == "add")
+              in = d.graph.ops[acc.producer].inputs[0];
+          }
+          w.changed(r, id);
+        }
+      });
+
+  // Classes seen in public trackers of real training frameworks.
+  add("rw01-grad-reduce-wrong-group", "gradient reduction group",
+      "The layer's gradient all-reduce is issued over the tensor-parallel group instead of the data-parallel "
+      "group: different weight shards are summed together and replicas never agree.",
+      "Megatron-LM / DeepSpeed process-group mix-ups", {.dp = 2, .tp = 2}, [](Where& w) {
+        const std::string id = gradBucket(w);
+        for (Device& d : w.plan.devices) {
+          if (d.graph.findOp(id) == kNone) continue;
+          Op& o = opById(d, id);
+          // The tp group of this rank: the ranks sharing every coordinate except tp (innermost axis).
+          const int tp = w.spec.tp, base = d.rank - d.rank % tp;
+          std::vector<int> g;
+          for (int i = 0; i < tp; ++i) g.push_back(base + i);
+          o.attrs["group"] = g;
+          o.attrs["instance"] = id + "@tpgrad" + std::to_string(base);
+          w.changed(d.rank, id);
+        }
+      });
+
+  add("rw02-grad-scaled-by-dp", "gradient scaling",
+      "The data-parallel gradient all-reduce averages instead of summing although the loss is already divided "
+      "by the global token count, so gradients come out dp times too small.",
+      "Megatron-LM / PyTorch DDP loss-scaling changes", {.dp = 2},
+      [](Where& w) { onEveryMember(w, gradBucket(w), [](Device&, Op& o) { o.attrs["reduce"] = "avg"; }); });
+
+  add("rw03-loss-local-token-count", "loss normalisation",
+      "Each data-parallel rank divides its loss by its own number of valid tokens instead of the global count; "
+      "with unequal padding per rank the loss and gradients are mis-weighted.",
+      "Hugging Face Transformers / Megatron-LM gradient-accumulation loss fix", {.dp = 2, .layer = false},
+      [](Where& w) {
+        for (const Op& o : w.here().graph.ops)
+          if (o.kind == "all_reduce" && o.scope == "loss" &&
+              nameOf(w.here(), o.inputs[0]).starts_with("loss.valid_tokens")) {
+            onEveryMember(w, o.id, toIdentity);
+            return;
+          }
+        throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                    " does not compute the loss (choose a rank of the last pipeline stage)");
+      });
+
+  add("rw04-clip-counts-replicas", "gradient clipping",
+      "The global grad-norm counts the RMSNorm weights, which are replicated over tensor parallelism, on every "
+      "tp rank instead of once, so the norm is too large and clipping too strong.",
+      "Megatron-LM / DeepSpeed grad-norm with tensor parallelism", {.tp = 2, .llama = true, .layer = false},
+      [](Where& w) {
+        Device& d = w.here();
+        if (w.site.rank % w.spec.tp == 0)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " is tp rank 0, which counts replicated weights by design; choose another");
+        Op& nsq = opById(d, "optimizer.grad_norm_sq");
+        for (const Op& o : d.graph.ops)
+          if (o.kind == "mul" && nameOf(d, o.outputs[0]).ends_with("norm.weight.grad_clipped"))
+            nsq.inputs.push_back(o.inputs[0]);
+        w.changed(w.site.rank, "optimizer.grad_norm_sq");
+      });
+
+  add("rw05-vocab-parallel-local-max", "vocab-parallel loss",
+      "The vocab-parallel cross-entropy shifts logits by each shard's local maximum instead of the global one, "
+      "so the shards' sums of exponentials are on different scales and the log-partition is wrong.",
+      "Megatron-LM vocab-parallel cross-entropy", {.tp = 2, .layer = false},
+      [](Where& w) { onEveryMember(w, w.mb("loss.local_max") + "/ar", toIdentity); });
+
+  add("rw06-positions-offset", "position offsets",
+      "One rank's attention uses key positions starting at 1 instead of 0 (an off-by-one chunk offset), so its "
+      "causal mask lets each query see one key too few.",
+      "context / sequence parallel RoPE and mask offsets (Megatron-LM, TransformerEngine)", {.llama = true},
+      [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer("attention.core.out"));
+        Op o = opById(d, id);
+        const int64_t n = d.graph.values[o.inputs[4]].type.shape[0];
+        NewOp pos{id + ".kpos", "iota", {}, {{"n", n}, {"start", 1}, {"dtype", "i64"}}, {id + ".kpos"}, o.scope,
+                  ""};
+        NewOp attn{id, o.kind, {}, o.attrs, {nameOf(d, o.outputs[0])}, o.scope, o.origin};
+        for (ValueId v : o.inputs) attn.inputs.push_back(nameOf(d, v));
+        attn.inputs[4] = id + ".kpos";
+        replaceOp(d, id, {pos, attn});
+        w.changed(w.site.rank, id);
+      });
+
+  add("rw08-collective-result-discarded", "collective result discarded",
+      "The residual add after the MLP reads the row-parallel linear's local partial sum instead of the "
+      "all-reduce's result: the collective runs, but its output is never used.",
+      "Megatron-LM / custom fused kernels (async all-reduce handles)", {.tp = 2}, [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer("out"));
+        Op& o = opById(d, id);
+        Op& ar = producerOf(d, nameOf(d, o.inputs[1]));
+        if (ar.kind != "all_reduce") throw std::logic_error("bug injection: expected an all_reduce before " + id);
+        o.inputs[1] = ar.inputs[0];
+        w.changed(w.site.rank, id);
+      });
+
+  add("rw09-operands-swapped", "operand order",
+      "A non-commutative op under vocab sharding gets its operands swapped: the shard computes max - logits "
+      "instead of logits - max before the exponential.",
+      "vocab-parallel cross-entropy rewrites", {.tp = 2, .layer = false}, [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb("loss.shifted");
+        Op& o = opById(d, id);
+        std::swap(o.inputs[0], o.inputs[1]);
+        w.changed(w.site.rank, id);
+      });
+  return c;
+}
+
+const std::vector<Item>& items() {
+  static const std::vector<Item> all = buildCatalog();  // immutable after first use
+  return all;
+}
+
+const Item& itemFor(const std::string& id) {
+  for (const Item& i : items())
+    if (i.entry.id == id) return i;
+  std::string known;
+  for (const Item& i : items()) known += (known.empty() ? "" : ", ") + i.entry.id;
+  throw std::invalid_argument("unknown bug '" + id + "' (known: " + known + ")");
+}
+
+int intAttr(const std::string& key, const std::string& value) {
+  try {
+    size_t used = 0;
+    const int n = std::stoi(value, &used);
+    if (used == value.size() && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("--inject: " + key + " needs a non-negative integer, got '" + value + "'");
+}
+
+}  // namespace
+
+const std::vector<BugEntry>& bugCatalog() {
+  static const std::vector<BugEntry> entries = [] {
+    std::vector<BugEntry> e;
+    for (const Item& i : items()) e.push_back(i.entry);
+    return e;
+  }();
+  return entries;
+}
+
+const BugEntry* findBug(const std::string& id) {
+  for (const BugEntry& b : bugCatalog())
+    if (b.id == id) return &b;
+  return nullptr;
+}
+
+BugRequest parseInjection(const std::string& text) {
+  BugRequest r;
+  const auto at = text.find('@');
+  r.id = text.substr(0, at);
+  if (at == std::string::npos) return r;
+  std::stringstream in(text.substr(at + 1));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--inject: '" + item + "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "layer")
+      r.site.layer = intAttr(key, value);
+    else if (key == "rank")
+      r.site.rank = intAttr(key, value);
+    else if (key == "mb")
+      r.site.microBatch = intAttr(key, value);
+    else
+      throw std::invalid_argument("--inject: unknown key '" + key + "' (known: layer, rank, mb)");
+  }
+  return r;
+}
+
+Injection injectBug(Plan& plan, const std::string& text) {
+  const BugRequest req = parseInjection(text);
+  const Item& item = itemFor(req.id);
+  const Json& gen = plan.metadata.at("generator");
+  const ParallelSpec spec = parseParallel(gen.at("parallel").get<std::string>());
+  const int layers = gen.at("layers").get<int>();
+  const Needs& n = item.needs;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument(req.id + " needs " + what + " (try --parallel " + item.entry.parallel + ")");
+  };
+  need(spec.dp >= n.dp, "dp >= " + std::to_string(n.dp));
+  need(spec.tp >= n.tp, "tp >= " + std::to_string(n.tp));
+  need(spec.pp >= n.pp, "pp >= " + std::to_string(n.pp));
+  need(spec.mb >= n.mb, "mb >= " + std::to_string(n.mb));
+  const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
+  if (n.llama && !llama) throw std::invalid_argument(req.id + " needs a Llama-style model (try --model gpt-tiny)");
+
+  Injection inj;
+  inj.id = req.id;
+  Where w{plan, spec, layers, llama, req.site, inj};
+  if (w.site.microBatch < 0) w.site.microBatch = 0;
+  if (w.site.microBatch >= spec.mb)
+    throw std::invalid_argument("--inject: mb=" + std::to_string(w.site.microBatch) + " but the plan has " +
+                                std::to_string(spec.mb) + " micro-batches");
+  if (n.layer) {
+    if (w.site.layer < 0) w.site.layer = 0;
+    if (w.site.layer >= layers)
+      throw std::invalid_argument("--inject: layer=" + std::to_string(w.site.layer) + " but the plan has " +
+                                  std::to_string(layers) + " layers");
+  } else {
+    w.site.layer = -1;
+  }
+  if (w.site.rank < 0) {
+    // The first rank holding the layer (or, for step-level bugs, where the mutation applies).
+    for (const Device& d : plan.devices) {
+      const bool holds =
+          !n.layer || std::any_of(d.graph.ops.begin(), d.graph.ops.end(), [&](const Op& o) {
+            return o.scope.starts_with("layers." + std::to_string(w.site.layer) + ".");
+          });
+      if (!holds) continue;
+      Plan trial = plan;
+      Injection scratch;
+      Where tw{trial, spec, layers, llama, w.site, scratch};
+      tw.site.rank = d.rank;
+      try {
+        item.mutate(tw);
+        w.site.rank = d.rank;
+        break;
+      } catch (const std::invalid_argument&) {
+      }
+    }
+    if (w.site.rank < 0) throw std::invalid_argument(req.id + ": no rank of this plan where it applies");
+  } else if (plan.deviceIndex(w.site.rank) == kNone) {
+    throw std::invalid_argument("--inject: rank=" + std::to_string(w.site.rank) + " is not a device of the plan");
+  } else if (n.layer) {
+    const Device& d = *plan.deviceByRank(w.site.rank);
+    const std::string prefix = "layers." + std::to_string(w.site.layer) + ".";
+    if (!std::any_of(d.graph.ops.begin(), d.graph.ops.end(), [&](const Op& o) { return o.scope.starts_with(prefix); }))
+      throw std::invalid_argument("--inject: rank " + std::to_string(w.site.rank) + " does not hold layer " +
+                                  std::to_string(w.site.layer) + " (another pipeline stage does)");
+  }
+  item.mutate(w);
+  inj.site = w.site;
+  Json ops = Json::array();
+  for (const auto& [r, op] : inj.changedOps) ops.push_back({{"rank", r}, {"op", op}});
+  plan.metadata["injected"] = {{"id", inj.id},
+                               {"class", item.entry.cls},
+                               {"layer", w.site.layer},
+                               {"rank", w.site.rank},
+                               {"mb", w.site.microBatch},
+                               {"ops", ops}};
+  return inj;
+}
+
+}  // namespace paraproof::parallel

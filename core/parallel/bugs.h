@@ -1,0 +1,50 @@
+// The bug catalog: real distributed-training bugs (the 14 TrainVerify cases and one per class seen in
+// public trackers) as mutations of a correct generated plan at a chosen layer, rank and micro-batch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace paraproof::parallel {
+
+struct BugEntry {
+  std::string id;           // stable, e.g. "tv01-allreduce-missing"
+  std::string cls;          // bug class
+  std::string description;  // one or two sentences for an engineer
+  std::string source;       // kind of real system where it happens
+  std::string model;        // a zoo model on which it applies
+  std::string parallel;     // a --parallel value on which it applies
+};
+
+const std::vector<BugEntry>& bugCatalog();
+const BugEntry* findBug(const std::string& id);
+
+// Where to inject; -1 lets the injector choose (the first place that applies).
+struct InjectionSite {
+  int layer = -1;
+  int rank = -1;
+  int microBatch = -1;
+};
+
+struct BugRequest {
+  std::string id;
+  InjectionSite site;
+};
+
+// Parses "tv07-eps@layer=1,rank=2,mb=0" (the "@..." part optional). Throws std::invalid_argument.
+BugRequest parseInjection(const std::string& text);
+
+// What was changed: the ranks and op ids mutated, and the place actually chosen.
+struct Injection {
+  std::string id;
+  InjectionSite site;
+  std::vector<std::pair<int, std::string>> changedOps;  // (rank, op id) after the mutation
+};
+
+// Mutates a plan produced by generatePlan; records the injection in plan.metadata["injected"].
+// Throws std::invalid_argument when the bug is unknown or has no place to apply in this plan.
+Injection injectBug(Plan& plan, const std::string& text);
+
+}  // namespace paraproof::parallel

@@ -1,0 +1,219 @@
+#include "core/parallel/generate.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/models/training_step.h"
+#include "core/parallel/bugs.h"
+#include "core/parallel/schedule.h"
+
+namespace paraproof::parallel {
+
+using models::Degrees;
+using models::Emitter;
+using models::Family;
+using models::MeshCoord;
+using models::ModelConfig;
+using models::ShardContext;
+using models::StepShape;
+using models::TrainingStep;
+
+std::string ParallelSpec::str() const {
+  std::ostringstream os;
+  auto item = [&](const char* k, int v) {
+    if (v != 1) os << (os.tellp() > 0 ? "," : "") << k << "=" << v;
+  };
+  item("dp", dp);
+  item("tp", tp);
+  item("pp", pp);
+  item("mb", mb);
+  item("cp", cp);
+  item("ep", ep);
+  if (zero) os << (os.tellp() > 0 ? "," : "") << "zero=" << zero;
+  if (sp) os << (os.tellp() > 0 ? "," : "") << "sp";
+  if (pp > 1 && schedule != "1f1b") os << ",schedule=" << schedule;
+  std::string s = os.str();
+  return s.empty() ? "dp=1" : s;
+}
+
+ParallelSpec parseParallel(const std::string& text) {
+  ParallelSpec s;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    if (item == "sp") {
+      s.sp = true;
+      continue;
+    }
+    const auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw std::invalid_argument("--parallel: '" + item + "' is not of the form key=value (or 'sp')");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "schedule") {
+      if (value != "1f1b" && value != "gpipe")
+        throw std::invalid_argument("--parallel: schedule must be 1f1b or gpipe, not '" + value + "'");
+      s.schedule = value;
+      continue;
+    }
+    int n = 0;
+    try {
+      size_t used = 0;
+      n = std::stoi(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--parallel: '" + key + "' needs an integer, got '" + value + "'");
+    }
+    int* slot = key == "dp" ? &s.dp : key == "tp" ? &s.tp : key == "pp" ? &s.pp : key == "mb" ? &s.mb
+              : key == "cp" ? &s.cp : key == "ep" ? &s.ep : key == "zero" ? &s.zero : nullptr;
+    if (!slot)
+      throw std::invalid_argument("--parallel: unknown key '" + key +
+                                  "' (known: dp, tp, pp, mb, cp, ep, zero, sp, schedule)");
+    if (key == "zero" ? (n < 0 || n > 3) : n < 1)
+      throw std::invalid_argument("--parallel: " + key + "=" + value +
+                                  (key == "zero" ? " is not a ZeRO stage (0..3)" : " must be at least 1"));
+    *slot = n;
+  }
+  return s;
+}
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+std::string divides(const char* what, int degree, const char* of, int64_t n) {
+  return std::string(what) + "=" + std::to_string(degree) + " does not divide the " + of + " (" +
+         std::to_string(n) + ")";
+}
+
+void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
+  require(s.cp == 1, "cp (context parallel) is not supported by the generator yet");
+  require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
+  require(s.zero == 0, "zero is not supported by the generator yet");
+  require(!s.sp, "sp (sequence parallel) is not supported by the generator yet");
+  require(m.family != Family::DeepSeek, m.name + ": DeepSeek (MLA/MoE) models are not supported by the generator yet");
+  require(shape.layers >= 1, "the model needs at least one layer");
+  require(s.pp <= shape.layers, "pp=" + std::to_string(s.pp) + " exceeds the number of layers (" +
+                                    std::to_string(shape.layers) + "): every pipeline stage needs a layer");
+  require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
+                                                ") is not divisible by dp*mb (" + std::to_string(s.dp * s.mb) + ")");
+  require(m.vocab % s.tp == 0, divides("tp", s.tp, "vocabulary size", m.vocab));
+  require(m.ffn % s.tp == 0, divides("tp", s.tp, "FFN width", m.ffn));
+  if (m.family != Family::Mlp) {
+    require(m.heads % s.tp == 0, divides("tp", s.tp, "number of attention heads", m.heads));
+    require(s.tp <= m.kvHeads, "tp=" + std::to_string(s.tp) + " exceeds the " + std::to_string(m.kvHeads) +
+                                   " kv heads; replicating kv heads over tp is not supported yet");
+    require(m.kvHeads % s.tp == 0, divides("tp", s.tp, "number of kv heads", m.kvHeads));
+  }
+}
+
+// Blocks of a pipeline stage: stage 0 owns the embedding, the last stage the head; layers are split evenly.
+std::pair<int, int> stageBlocks(int stage, int stages, int layers) {
+  auto layerStart = [&](int p) { return p * (layers / stages) + std::min(p, layers % stages); };
+  const int first = stage == 0 ? 0 : 1 + layerStart(stage);
+  const int last = stage == stages - 1 ? layers + 1 : layerStart(stage + 1);
+  return {first, last};
+}
+
+void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardContext& ctx,
+                  const std::string& schedule, Graph& g, std::map<ValueId, Lineage>* lineage) {
+  Emitter em(g, lineage);
+  TrainingStep step(cfg, shape, ctx, em);
+  const Degrees& d = ctx.deg();
+  const int stage = ctx.at().pp;
+  const auto [first, last] = stageBlocks(stage, d.pp, shape.layers);
+  const int self = ctx.rank();
+  MeshCoord prevAt = ctx.at(), nextAt = ctx.at();
+  --prevAt.pp;
+  ++nextAt.pp;
+  const int prev = stage > 0 ? ctx.rankOf(prevAt) : -1, next = stage + 1 < d.pp ? ctx.rankOf(nextAt) : -1;
+  step.begin(first, last);
+  for (const PipelineStep& ps : pipelineOrder(schedule, stage, d.pp, d.mb)) {
+    step.setMicroBatch(ps.microBatch);
+    if (ps.forward) {
+      if (prev >= 0) step.put(em.recv(step.hiddenLayout(first - 1), DType::F32, self, prev, "pipeline"));
+      for (int b = first; b <= last; ++b) step.forward(b);
+      if (next >= 0) em.send(step.get(step.hiddenName(last)), self, next, "pipeline");
+    } else {
+      if (next >= 0) step.put(em.recv(step.hiddenGradLayout(last), DType::F32, self, next, "pipeline"));
+      for (int b = last; b >= first; --b) {
+        step.backward(b);
+        if (ps.microBatch == d.mb - 1) step.finishGradients(b);
+      }
+      if (prev >= 0) em.send(step.get(step.hiddenName(first - 1) + ".grad"), self, prev, "pipeline");
+    }
+  }
+  step.finish();
+}
+
+Mesh meshOf(const Degrees& d) {
+  Mesh m;
+  for (auto [name, n] : {std::pair{"pp", d.pp}, {"dp", d.dp}, {"cp", d.cp}, {"tp", d.tp}})
+    if (n > 1) {
+      m.axes.push_back(name);
+      m.shape.push_back(n);
+    }
+  if (m.axes.empty()) {
+    m.axes = {"dp"};
+    m.shape = {1};
+  }
+  return m;
+}
+
+std::vector<int64_t> coordOf(const Mesh& mesh, const MeshCoord& c) {
+  std::vector<int64_t> out;
+  for (const std::string& a : mesh.axes)
+    out.push_back(a == "pp" ? c.pp : a == "dp" ? c.dp : a == "cp" ? c.cp : c.tp);
+  return out;
+}
+
+}  // namespace
+
+Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const GenerateOptions& options) {
+  StepShape shape;
+  shape.layers = options.layers > 0 ? options.layers : model.layers;
+  shape.seq = options.seq > 0 ? options.seq : 8;
+  shape.batch = options.globalBatch > 0 ? options.globalBatch : 2 * spec.dp * spec.mb;
+  require(options.layers >= 0, "--layers must be positive");
+  checkCombination(model, spec, shape);
+
+  Degrees d;
+  d.dp = spec.dp;
+  d.tp = spec.tp;
+  d.pp = spec.pp;
+  d.cp = spec.cp;
+  d.ep = spec.ep;
+  d.mb = spec.mb;
+  d.zero = spec.zero;
+  d.sp = spec.sp;
+
+  Plan plan;
+  plan.name = model.name + "-" + spec.str();
+  std::replace(plan.name.begin(), plan.name.end(), ',', '-');
+  std::replace(plan.name.begin(), plan.name.end(), '=', '_');
+  plan.mesh = meshOf(d);
+  plan.logical.name = model.name;
+  buildProgram(model, shape, ShardContext(), spec.schedule, plan.logical, nullptr);
+  for (int r = 0; r < d.devices(); ++r) {
+    Device dev;
+    dev.rank = r;
+    const MeshCoord at = ShardContext::coordOf(d, r);
+    dev.coord = coordOf(plan.mesh, at);
+    dev.graph.name = "rank" + std::to_string(r);
+    buildProgram(model, shape, ShardContext(d, at), spec.schedule, dev.graph, &dev.lineage);
+    plan.devices.push_back(std::move(dev));
+  }
+  plan.metadata["generator"] = {{"model", model.name},
+                                {"parallel", spec.str()},
+                                {"layers", shape.layers},
+                                {"seq", shape.seq},
+                                {"global_batch", shape.batch},
+                                {"schedule", spec.schedule}};
+  if (!options.inject.empty()) injectBug(plan, options.inject);
+  return plan;
+}
+
+}  // namespace paraproof::parallel

@@ -1,0 +1,239 @@
+#include "core/plan/json_io.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <system_error>
+
+#include "core/plan/graph_json.h"
+#include "core/plan/json_reader.h"
+#include "core/plan/json_text.h"
+
+namespace paraproof {
+
+using namespace planjson;
+
+namespace {
+
+constexpr const char* kFormat = "paraproof-plan";
+constexpr int kVersion = 1;
+
+int readInt(const Json& v, const std::string& source, const std::string& ptr, std::string_view what) {
+  int64_t x = readInteger(v, source, ptr, what);
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    fail(source, ptr, std::string(what) + " is out of range: " + std::to_string(x));
+  return static_cast<int>(x);
+}
+
+Box fullBox(const Shape& s) {
+  Box b;
+  for (int64_t d : s)
+    b.ranges.emplace_back(0, d);
+  return b;
+}
+
+class PlanReader {
+ public:
+  explicit PlanReader(const std::string& source) : source_(source) {}
+
+  Plan read(const Json& j) {
+    ObjectReader top(j, "", source_, "plan",
+                     {"format", "version", "name", "mesh", "metadata", "logical", "devices"});
+    guarded([&] { readHeader(top); });
+    guarded([&] {
+      ObjectReader r(top.required("logical"), "/logical", source_, "logical graph",
+                     {"inputs", "ops", "outputs"});
+      plan_.logical.name = "logical";
+      readGraph(top.required("logical"), "/logical", source_, plan_.logical);
+      logicalOk_ = true;
+    });
+    guarded([&] {
+      const Json& devices = top.array("devices");
+      plan_.devices.resize(devices.size());
+      for (size_t i = 0; i < devices.size(); ++i)
+        guarded([&] { readDevice(devices[i], i); });
+    });
+    if (!diags_.empty()) throw PlanError(std::move(diags_));
+    return std::move(plan_);
+  }
+
+ private:
+  template <class F>
+  void guarded(F&& fn) {
+    try {
+      fn();
+    } catch (const ReadFailure& f) {
+      diags_.push_back(f.diag);
+    }
+  }
+
+  void readHeader(const ObjectReader& top) {
+    if (const Json* f = top.find("format")) {
+      std::string format = readString(*f, source_, "/format", "field 'format'");
+      if (format != kFormat)
+        fail(source_, "/format", "not a plan file: format is '" + format + "', expected '" + kFormat + "'");
+    }
+    if (top.find("version")) {
+      int64_t v = top.integer("version");
+      if (v != kVersion)
+        fail(source_, "/version",
+             "unsupported plan format version " + std::to_string(v) + " (this build reads version 1)");
+    }
+    plan_.name = top.stringOr("name", "");
+    if (const Json* m = top.find("metadata")) {
+      if (!m->is_object())
+        fail(source_, "/metadata", std::string("metadata must be an object, got ") + jsonTypeName(*m));
+      plan_.metadata = *m;
+    }
+    ObjectReader mesh(top.required("mesh"), "/mesh", source_, "mesh", {"axes", "shape"});
+    const Json& axes = mesh.array("axes");
+    for (size_t k = 0; k < axes.size(); ++k)
+      plan_.mesh.axes.push_back(readString(axes[k], source_, child("/mesh/axes", k), "mesh axis name"));
+    plan_.mesh.shape = readShape(mesh.required("shape"), source_, "/mesh/shape");
+    if (plan_.mesh.shape.size() != plan_.mesh.axes.size())
+      fail(source_, "/mesh/shape",
+           "mesh shape " + shapeString(plan_.mesh.shape) + " has " + std::to_string(plan_.mesh.shape.size()) +
+               " entries but there are " + std::to_string(plan_.mesh.axes.size()) + " axes");
+    for (size_t k = 0; k < plan_.mesh.shape.size(); ++k)
+      if (plan_.mesh.shape[k] < 1)
+        fail(source_, child("/mesh/shape", k), "mesh axis size must be at least 1");
+  }
+
+  void readDevice(const Json& j, size_t i) {
+    std::string at = child("/devices", i);
+    ObjectReader r(j, at, source_, "device", {"rank", "coord", "inputs", "ops", "outputs", "lineage"});
+    Device& d = plan_.devices[i];
+    d.rank = readInt(r.required("rank"), source_, r.ptr("rank"), "rank");
+    const Json& coord = r.array("coord");
+    for (size_t k = 0; k < coord.size(); ++k)
+      d.coord.push_back(readInteger(coord[k], source_, child(r.ptr("coord"), k), "coord entry"));
+    d.graph.name = "rank " + std::to_string(d.rank);
+    readGraph(j, at, source_, d.graph);
+    if (const Json* lin = r.find("lineage")) {
+      if (!lin->is_object())
+        fail(source_, r.ptr("lineage"), std::string("lineage must be an object, got ") + jsonTypeName(*lin));
+      for (const auto& [name, entry] : lin->items())
+        guarded([&] { readLineage(d, name, entry, child(r.ptr("lineage"), name)); });
+    }
+  }
+
+  void readLineage(Device& d, const std::string& name, const Json& j, const std::string& at) {
+    std::string who = "rank " + std::to_string(d.rank) + ": ";
+    ValueId v = d.graph.findValue(name);
+    if (v == kNone)
+      fail(source_, at, who + "lineage for '" + name + "', which is not a tensor of this device");
+    ObjectReader r(j, at, source_, "lineage", {"tensor", "box", "part", "parts"});
+    Lineage l;
+    l.tensor = r.string("tensor");
+    if (const Json* box = r.find("box")) {
+      if (!box->is_array())
+        fail(source_, r.ptr("box"), who + "lineage box must be a list of [start, end] pairs");
+      for (size_t k = 0; k < box->size(); ++k) {
+        const Json& range = (*box)[k];
+        std::string rp = child(r.ptr("box"), k);
+        if (!range.is_array() || range.size() != 2)
+          fail(source_, rp, who + "lineage box entry must be [start, end], got " + shortJson(range));
+        l.box.ranges.emplace_back(readInteger(range[0], source_, child(rp, 0), "box start"),
+                                  readInteger(range[1], source_, child(rp, 1), "box end"));
+      }
+    } else if (logicalOk_) {
+      // Omitted box: the whole logical tensor (an unknown tensor is reported by validatePlan).
+      ValueId t = plan_.logical.findValue(l.tensor);
+      if (t != kNone) l.box = fullBox(plan_.logical.values[t].type.shape);
+    }
+    if (const Json* p = r.find("part")) l.part = readInt(*p, source_, r.ptr("part"), "part");
+    if (const Json* p = r.find("parts")) l.parts = readInt(*p, source_, r.ptr("parts"), "parts");
+    d.lineage[v] = std::move(l);
+  }
+
+  const std::string& source_;
+  Plan plan_;
+  bool logicalOk_ = false;
+  std::vector<Diagnostic> diags_;
+};
+
+Json lineageToJson(const Plan& plan, const Lineage& l) {
+  Json j{{"tensor", l.tensor}};
+  ValueId t = plan.logical.findValue(l.tensor);
+  bool whole = t != kNone && l.box == fullBox(plan.logical.values[t].type.shape);
+  if (!whole) {
+    Json box = Json::array();
+    for (auto [a, b] : l.box.ranges)
+      box.push_back({a, b});
+    j["box"] = std::move(box);
+  }
+  if (l.part != 0) j["part"] = l.part;
+  if (l.parts != 1) j["parts"] = l.parts;
+  return j;
+}
+
+}  // namespace
+
+Plan planFromJson(const Json& j, const std::string& source) {
+  try {
+    return PlanReader(source).read(j);
+  } catch (const ReadFailure& f) {  // the document itself is not an object
+    throw PlanError({f.diag});
+  }
+}
+
+Plan loadPlan(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw PlanError({Diagnostic{path, "cannot open plan file: " + std::generic_category().message(errno)}});
+  std::ostringstream text;
+  text << in.rdbuf();
+  return planFromJson(parseJsonText(text.str(), path), path);
+}
+
+Json planToJson(const Plan& plan) {
+  Json j{{"format", kFormat}, {"version", kVersion}, {"name", plan.name}};
+  j["mesh"] = Json{{"axes", plan.mesh.axes}, {"shape", plan.mesh.shape}};
+  j["metadata"] = plan.metadata;
+  Json logical = Json::object();
+  writeGraph(plan.logical, logical);
+  j["logical"] = std::move(logical);
+  Json devices = Json::array();
+  for (const Device& d : plan.devices) {
+    Json dj{{"rank", d.rank}, {"coord", d.coord}};
+    writeGraph(d.graph, dj);
+    if (!d.lineage.empty()) {
+      Json lin = Json::object();
+      for (const auto& [v, l] : d.lineage)
+        lin[d.graph.values[v].name] = lineageToJson(plan, l);
+      dj["lineage"] = std::move(lin);
+    }
+    devices.push_back(std::move(dj));
+  }
+  j["devices"] = std::move(devices);
+  return j;
+}
+
+void savePlan(const Plan& plan, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string text = formatJson(planToJson(plan));
+  // A temporary in the same directory, so the rename is atomic and readers never see a partial plan.
+  std::random_device rd;
+  fs::path tmp = fs::path(path).concat(".tmp-" + std::to_string(rd()) + std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw PlanError({Diagnostic{path, "cannot write plan: cannot write temporary file " + tmp.string()}});
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw PlanError({Diagnostic{path, "cannot write plan: " + ec.message()}});
+  }
+}
+
+}  // namespace paraproof

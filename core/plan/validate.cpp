@@ -1,0 +1,97 @@
+#include "core/plan/validate.h"
+
+#include "core/plan/json_reader.h"
+#include "core/plan/validate_checks.h"
+
+namespace paraproof {
+
+namespace validation {
+
+void Report::add(const std::string& ptr, std::string message) {
+  out_.push_back(Diagnostic{planjson::place(source_, ptr), std::move(message)});
+}
+
+std::string devicePtr(size_t device) {
+  return "/devices/" + std::to_string(device);
+}
+
+std::string opPtr(size_t device, OpId op) {
+  return devicePtr(device) + "/ops/" + std::to_string(op);
+}
+
+std::string lineagePtr(const Plan& plan, size_t device, ValueId v) {
+  return planjson::child(devicePtr(device) + "/lineage", plan.devices[device].graph.values[v].name);
+}
+
+std::string who(const Device& d) {
+  return "rank " + std::to_string(d.rank) + ": ";
+}
+
+std::string boxString(const Box& b) {
+  if (b.ranges.empty()) return "[] (scalar)";
+  std::string s;
+  for (size_t k = 0; k < b.ranges.size(); ++k)
+    s +=
+        (k ? "x[" : "[") + std::to_string(b.ranges[k].first) + "," + std::to_string(b.ranges[k].second) + ")";
+  return s;
+}
+
+const Value* logicalValue(const Plan& plan, const std::string& name) {
+  ValueId v = plan.logical.findValue(name);
+  return v == kNone ? nullptr : &plan.logical.values[v];
+}
+
+bool lineageWellFormed(const Plan& plan, const Lineage& l) {
+  const Value* t = logicalValue(plan, l.tensor);
+  if (!t || l.box.ranges.size() != t->type.shape.size() || l.parts < 1 || l.part < 0 || l.part >= l.parts)
+    return false;
+  for (size_t k = 0; k < l.box.ranges.size(); ++k) {
+    auto [a, b] = l.box.ranges[k];
+    if (a < 0 || b > t->type.shape[k] || a >= b) return false;
+  }
+  return true;
+}
+
+bool isCollectiveOp(const Op& op) {
+  return isCollective(op.kind) && (op.kind != "broadcast" || op.attrs.contains("instance"));
+}
+
+std::string commInstance(const Op& op) {
+  auto it = op.attrs.find("instance");
+  return it != op.attrs.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int commPeer(const Op& op) {
+  auto it = op.attrs.find("peer");
+  return it != op.attrs.end() && it->is_number_integer() ? it->get<int>() : kNone;
+}
+
+std::vector<int> commGroup(const Op& op) {
+  std::vector<int> g;
+  auto it = op.attrs.find("group");
+  if (it == op.attrs.end() || !it->is_array()) return g;
+  for (const Json& r : *it) {
+    if (!r.is_number_integer()) return {};
+    g.push_back(r.get<int>());
+  }
+  return g;
+}
+
+}  // namespace validation
+
+std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source) {
+  using namespace validation;
+  std::vector<Diagnostic> diags;
+  Report r(source, diags);
+  bool ranksUnique = checkMesh(plan, r);
+  checkLogicalGraph(plan, r);
+  checkLineage(plan, r);
+  checkDeviceInputs(plan, r);
+  checkValueParts(plan, r);
+  // A hang is only meaningful once every call has a well-defined partner.
+  if (checkCommunication(plan, r) && ranksUnique) checkCommunicationOrder(plan, r);
+  checkCoverage(plan, r);
+  return diags;
+}
+
+}  // namespace paraproof

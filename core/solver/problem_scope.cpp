@@ -1,0 +1,59 @@
+#include "core/solver/problem_scope.h"
+
+#include <algorithm>
+
+namespace paraproof::solver {
+
+namespace {
+// Marks with `bit` every node reachable from `roots`.
+void mark(const sym::ExprPool& pool, const std::vector<sym::ExprId>& roots, uint8_t bit,
+          std::vector<uint8_t>& marks) {
+  std::vector<sym::ExprId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    sym::ExprId e = stack.back();
+    stack.pop_back();
+    if (marks[e] & bit) continue;
+    marks[e] |= bit;
+    for (sym::ExprId a : pool.node(e).args)
+      if (!(marks[a] & bit)) stack.push_back(a);
+  }
+}
+}  // namespace
+
+ProblemScope scopeOf(const Problem& problem) {
+  const sym::ExprPool& pool = problem.pool;
+  ProblemScope scope;
+  std::vector<sym::ExprId> expected, actual;
+  for (size_t i = 0; i < problem.obligations.size(); ++i) {
+    const Obligation& ob = problem.obligations[i];
+    if (ob.expected == ob.actual) continue;
+    scope.open.push_back(i);
+    expected.push_back(ob.expected);
+    actual.push_back(ob.actual);
+  }
+  constexpr uint8_t kLogical = 1, kAny = 2;
+  std::vector<uint8_t> marks(pool.size(), 0);
+  mark(pool, expected, kLogical, marks);
+  mark(pool, expected, kAny, marks);
+  mark(pool, actual, kAny, marks);
+  scope.logical.resize(pool.size());
+  bool used[16] = {};
+  for (sym::ExprId e = 0; e < pool.size(); ++e) {
+    scope.logical[e] = (marks[e] & kLogical) ? 1 : 0;
+    if (!(marks[e] & kAny)) continue;
+    scope.order.push_back(e);
+    const sym::Node& n = pool.node(e);
+    if (n.kind == sym::Kind::Apply) used[static_cast<int>(n.fn)] = true;
+  }
+  for (int f = 0; f < 16; ++f)
+    if (used[f]) scope.functions.push_back(static_cast<sym::Fn>(f));
+  return scope;
+}
+
+std::string functionNames(const std::vector<sym::Fn>& fns) {
+  std::string s;
+  for (sym::Fn f : fns) s += (s.empty() ? "" : ", ") + std::string(sym::fnName(f));
+  return s;
+}
+
+}  // namespace paraproof::solver

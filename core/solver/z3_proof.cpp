@@ -1,0 +1,191 @@
+#include "core/solver/z3_proof.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <utility>
+
+#include "core/solver/concrete_check.h"
+#include "core/solver/z3_encoding.h"
+
+namespace paraproof::solver {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+unsigned millisUntil(Clock::time_point t) {
+  if (t == Clock::time_point::max()) return UINT_MAX;  // Z3's "no timeout"
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return static_cast<unsigned>(std::clamp<long long>(ms, 1, UINT_MAX - 1));
+}
+
+// Model values are exact rationals (or algebraic numbers); a decimal rendering is enough for doubles.
+double toDouble(const z3::expr& v) {
+  if (v.is_bool()) return v.is_true() ? 1.0 : 0.0;
+  Z3_string s = Z3_get_numeral_decimal_string(v.ctx(), v, 24);
+  if (v.ctx().check_error() != Z3_OK || !s) return 0.0;
+  return std::strtod(s, nullptr);  // stops at the trailing '?' of a truncated expansion
+}
+
+// Inputs no obligation depends on still need a value: 0, or the nearest value of an integer's range.
+double defaultValue(const sym::VarInfo& v) {
+  if (v.sort == sym::Sort::Int && v.hi > v.lo && (v.lo > 0 || v.hi <= 0)) return static_cast<double>(v.lo);
+  return 0.0;
+}
+
+}  // namespace
+
+Z3Proof::Z3Proof(z3::context& ctx, const Z3Options& options) : ctx_(&ctx), options_(options) {}
+
+z3::solver Z3Proof::makeSolver() {
+  z3::context& ctx = *ctx_;
+  if (options_.strategy != Z3Options::Strategy::SimplifyThenSmt) return z3::solver(ctx);
+  z3::params p(ctx);
+  p.set("som", true);
+  return (z3::with(z3::tactic(ctx, "simplify"), p) & z3::tactic(ctx, "smt")).mk_solver();
+}
+
+// Most obligations of a correct plan are polynomial identities: normalising expected - actual to a sum of
+// monomials proves them without a search, one at a time.
+std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, std::vector<size_t> pending) {
+  z3::context& ctx = *ctx_;
+  z3::params p(ctx);
+  p.set("som", true);
+  p.set("som_blowup", 1000000u);  // the default (10) gives up on exactly the products we need expanded
+  std::vector<size_t> left;
+  for (size_t k = 0; k < pending.size(); ++k) {
+    if (run.stop()) return pending;
+    const Obligation& ob = run.problem.obligations[pending[k]];
+    if (run.problem.pool.sort(ob.expected) == sym::Sort::Bool) {
+      left.push_back(pending[k]);
+      continue;
+    }
+    // Bounded: an expansion that blows up is left to the solver (Z3 cancels only this call on its timer).
+    p.set("timeout", std::min(millisUntil(run.deadline), options_.presimplifyMillis));
+    bool proved = false;
+    try {
+      z3::expr d = (enc.realTerm(ob.expected) - enc.realTerm(ob.actual)).simplify(p);
+      proved = d.is_numeral() && Z3_get_numeral_string(ctx, d) == std::string("0");
+    } catch (const z3::exception&) {
+      if (run.stop()) throw;
+    }
+    if (!proved) left.push_back(pending[k]);
+  }
+  return left;
+}
+
+std::vector<double> Z3Proof::readModel(const Run& run, const z3::model& m, const Z3Encoding& enc) {
+  const auto& vars = run.problem.pool.vars();
+  std::vector<double> values(vars.size());
+  for (size_t v = 0; v < vars.size(); ++v) values[v] = defaultValue(vars[v]);
+  for (const auto& [index, x] : enc.variables()) values[index] = toDouble(m.eval(x, true));
+  return values;
+}
+
+// Pin inputs one by one to 0, 1, -1, 2 while the query stays sat, within a bounded number of checks.
+void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std::vector<double>& values) {
+  z3::context& ctx = *ctx_;
+  const auto until = std::min(run.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                               std::chrono::duration<double>(options_.minimiseSeconds)));
+  z3::model model = s.get_model();
+  int checks = 0;
+  for (const auto& [index, x] : enc.variables()) {
+    if (checks >= options_.minimiseChecks || Clock::now() >= until || run.budget.cancelled()) break;
+    const sym::VarInfo& info = run.problem.pool.vars()[index];
+    std::vector<z3::expr> candidates;
+    if (info.sort == sym::Sort::Bool) {
+      candidates = {ctx.bool_val(false)};
+    } else if (info.sort == sym::Sort::Int) {
+      for (int64_t c : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{2}})
+        if (info.hi <= info.lo || (c >= info.lo && c < info.hi)) candidates.push_back(ctx.int_val(c));
+      if (candidates.empty()) candidates.push_back(ctx.int_val(info.lo));
+    } else {
+      for (int c : {0, 1, -1, 2}) candidates.push_back(ctx.real_val(c));
+    }
+    for (const z3::expr& c : candidates) {
+      z3::expr pin = x == c;
+      if (model.eval(pin, true).is_true()) {
+        s.add(pin);  // the current model already satisfies it: free
+        break;
+      }
+      if (checks >= options_.minimiseChecks) break;
+      ++checks;
+      s.push();
+      s.add(pin);
+      s.set("timeout", std::min(millisUntil(until), 500u));
+      if (s.check() == z3::sat) {
+        model = s.get_model();
+        values = readModel(run, model, enc);
+        break;
+      }
+      s.pop();
+    }
+  }
+}
+
+Result Z3Proof::counterexample(const Run& run, z3::solver& s, const Z3Encoding& enc) {
+  Result r;
+  const std::vector<double> first = readModel(run, s.get_model(), enc);
+  std::vector<double> small = first;
+  try {
+    minimise(run, s, enc, small);
+  } catch (const z3::exception&) {
+    // Interrupted while minimising: the values found so far are still a model.
+  }
+  for (const std::vector<double>* values : {&std::as_const(small), &first}) {
+    auto mismatches = concreteMismatches(run.problem, *values);
+    if (mismatches.empty()) continue;
+    r.status = Status::Failed;
+    r.reason = "counterexample: " + std::to_string(mismatches.size()) + " of " +
+               std::to_string(run.problem.obligations.size()) + " outputs differ (confirmed in double precision)";
+    r.cex = Counterexample{*values, std::move(mismatches), true};
+    return r;
+  }
+  r.status = Status::Inconclusive;
+  r.reason = run.scope.functions.empty()
+                 ? "counterexample not confirmed: re-evaluated in double precision, outputs agree up to rounding"
+                 : "spurious counterexample: relies on uninterpreted " + functionNames(run.scope.functions) +
+                       " (re-evaluated concretely, outputs agree)";
+  r.cex = Counterexample{std::move(small), {}, false};
+  return r;
+}
+
+Result Z3Proof::decide(const Run& run) {
+  z3::context& ctx = *ctx_;
+  Result r;
+  Z3Encoding enc(ctx, run.problem.pool);
+  if (!enc.translate(run.scope, [&] { return run.stop(); })) return r;  // the caller names the cause
+  std::vector<size_t> pending = run.scope.open;
+  if (options_.strategy == Z3Options::Strategy::Presimplify) pending = presimplify(run, enc, std::move(pending));
+  z3::solver s = makeSolver();
+  for (const z3::expr& c : enc.sideConditions()) s.add(c);
+  const size_t chunk = std::max<size_t>(1, options_.chunk);
+  for (size_t from = 0; from < pending.size(); from += chunk) {
+    if (run.stop()) return r;
+    z3::expr_vector differ(ctx);
+    for (size_t k = from; k < std::min(pending.size(), from + chunk); ++k) {
+      const Obligation& ob = run.problem.obligations[pending[k]];
+      bool same = run.problem.pool.sort(ob.expected) == run.problem.pool.sort(ob.actual);
+      differ.push_back(same ? enc.term(ob.expected) != enc.term(ob.actual)
+                            : enc.realTerm(ob.expected) != enc.realTerm(ob.actual));
+    }
+    s.push();
+    s.add(z3::mk_or(differ));
+    s.set("timeout", millisUntil(run.deadline));
+    switch (s.check()) {
+      case z3::unsat: s.pop(); break;
+      case z3::sat: return counterexample(run, s, enc);
+      case z3::unknown: r.reason = "z3 returned unknown: " + s.reason_unknown(); return r;
+    }
+  }
+  r.status = Status::Verified;
+  r.reason = "proved for all real inputs: " + std::to_string(run.scope.open.size()) + " obligations (" +
+             std::to_string(run.problem.obligations.size() - run.scope.open.size()) +
+             " more identical by construction" +
+             (run.scope.functions.empty() ? "" : "; " + functionNames(run.scope.functions) + " uninterpreted") + ")";
+  return r;
+}
+
+}  // namespace paraproof::solver

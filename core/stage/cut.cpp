@@ -1,0 +1,231 @@
+// Stage cutting. Logical ops are grouped through tensors that carry no lineage; device ops likewise, plus
+// the members of one collective or send/recv pair. A device group that computes new logical values joins the
+// logical group producing them; one that only moves values (its outputs' logical tensors all appear among its
+// inputs' lineage) stays a communication stage. Cycles between groups are merged (Tarjan SCC).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/stage/stage.h"
+
+namespace paraproof::stage {
+
+namespace {
+
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void unite(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+std::string attrKey(const Json& a) { return a.is_string() ? a.get<std::string>() : a.dump(); }
+
+// Key shared by the matching communication calls of all members.
+std::string commKey(const Op& op, int rank) {
+  std::string inst = op.attrs.contains("instance") ? attrKey(op.attrs["instance"]) : "";
+  if (op.kind == "send" || op.kind == "recv") {
+    int peer = op.attrs.value("peer", -1);
+    int from = op.kind == "send" ? rank : peer, to = op.kind == "send" ? peer : rank;
+    return "p2p/" + std::to_string(from) + ">" + std::to_string(to) + "/" + inst;
+  }
+  return "coll/" + inst;
+}
+
+// Tarjan's strongly connected components over a small dependency graph.
+std::vector<int> sccOf(const std::vector<std::set<int>>& succ) {
+  int n = static_cast<int>(succ.size()), counter = 0, comps = 0;
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> onStack(n, false);
+  std::vector<int> stack;
+  // Iterative DFS: plans can have long chains.
+  for (int root = 0; root < n; ++root) {
+    if (index[root] != -1) continue;
+    std::vector<std::pair<int, std::set<int>::const_iterator>> work{{root, succ[root].begin()}};
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    onStack[root] = true;
+    while (!work.empty()) {
+      auto& [v, it] = work.back();
+      if (it != succ[v].end()) {
+        int w = *it++;
+        if (index[w] == -1) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          onStack[w] = true;
+          work.push_back({w, succ[w].begin()});
+        } else if (onStack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      if (low[v] == index[v]) {
+        int w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          onStack[w] = false;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+      int done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+    }
+  }
+  return comp;
+}
+
+}  // namespace
+
+std::vector<Stage> cutStages(const Plan& plan) {
+  const Graph& lg = plan.logical;
+  const int numLogical = static_cast<int>(lg.ops.size());
+  std::vector<int> base(plan.devices.size());
+  int numNodes = numLogical;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    base[d] = numNodes;
+    numNodes += static_cast<int>(plan.devices[d].graph.ops.size());
+  }
+  auto deviceOf = [&](int node) {
+    return static_cast<int>(std::upper_bound(base.begin(), base.end(), node) - base.begin()) - 1;
+  };
+
+  std::unordered_set<std::string> cut;
+  for (const Device& dev : plan.devices)
+    for (const auto& [v, lin] : dev.lineage) cut.insert(lin.tensor);
+
+  UnionFind uf(numNodes);
+  for (OpId o = 0; o < numLogical; ++o)
+    for (ValueId v : lg.ops[o].inputs) {
+      OpId p = lg.values[v].producer;
+      if (p != kNone && !cut.count(lg.values[v].name)) uf.unite(o, p);
+    }
+
+  std::unordered_map<std::string, int> commFirst;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device& dev = plan.devices[d];
+    const Graph& g = dev.graph;
+    for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+      const Op& op = g.ops[o];
+      for (ValueId v : op.inputs) {
+        OpId p = g.values[v].producer;
+        if (p != kNone && !dev.lineage.count(v)) uf.unite(base[d] + o, base[d] + p);
+      }
+      if (isCommunication(op)) {
+        auto [it, fresh] = commFirst.emplace(commKey(op, dev.rank), base[d] + o);
+        if (!fresh) uf.unite(it->second, base[d] + o);
+      }
+    }
+  }
+
+  // Producers of the value parts of one (tensor, box, parts) group are checked together (their sum).
+  std::map<std::tuple<std::string, Box, int>, int> partProducer;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device& dev = plan.devices[d];
+    for (const auto& [v, lin] : dev.lineage) {
+      OpId p = dev.graph.values[v].producer;
+      if (lin.parts <= 1 || p == kNone) continue;
+      auto [it, fresh] = partProducer.emplace(std::make_tuple(lin.tensor, lin.box, lin.parts), base[d] + p);
+      if (!fresh) uf.unite(it->second, base[d] + p);
+    }
+  }
+
+  // Device groups that compute new logical values join the logical ops producing them.
+  std::map<int, std::set<std::string>> groupIn, groupOut;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device& dev = plan.devices[d];
+    const Graph& g = dev.graph;
+    for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+      int root = uf.find(base[d] + o);
+      groupOut[root];
+      for (ValueId v : g.ops[o].inputs) {
+        auto lin = dev.lineage.find(v);
+        OpId p = g.values[v].producer;
+        bool external = p == kNone || uf.find(base[d] + p) != root;
+        if (external && lin != dev.lineage.end()) groupIn[root].insert(lin->second.tensor);
+      }
+      for (ValueId v : g.ops[o].outputs) {
+        auto lin = dev.lineage.find(v);
+        if (lin != dev.lineage.end()) groupOut[root].insert(lin->second.tensor);
+      }
+    }
+  }
+  for (const auto& [root, outs] : groupOut) {
+    const auto& ins = groupIn[root];
+    for (const std::string& t : outs) {
+      if (ins.count(t)) continue;
+      ValueId lv = lg.findValue(t);
+      if (lv != kNone && lg.values[lv].producer != kNone) uf.unite(root, lg.values[lv].producer);
+    }
+  }
+
+  // Components -> dependency graph -> merge cycles.
+  std::unordered_map<int, int> compIndex;
+  std::vector<int> compOf(numNodes);
+  for (int n = 0; n < numNodes; ++n) {
+    int r = uf.find(n);
+    auto [it, fresh] = compIndex.emplace(r, static_cast<int>(compIndex.size()));
+    compOf[n] = it->second;
+  }
+  const int numComps = static_cast<int>(compIndex.size());
+  std::vector<std::set<int>> succ(numComps);
+  auto addEdge = [&](int fromNode, int toNode) {
+    if (compOf[fromNode] != compOf[toNode]) succ[compOf[fromNode]].insert(compOf[toNode]);
+  };
+  for (OpId o = 0; o < numLogical; ++o)
+    for (ValueId v : lg.ops[o].inputs)
+      if (lg.values[v].producer != kNone) addEdge(lg.values[v].producer, o);
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Graph& g = plan.devices[d].graph;
+    for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o)
+      for (ValueId v : g.ops[o].inputs)
+        if (g.values[v].producer != kNone) addEdge(base[d] + g.values[v].producer, base[d] + o);
+  }
+  // Communication partners depend on each other's inputs: recv after send, collective members together
+  // (already one component), so the edges above suffice for send -> recv via the shared component.
+  std::vector<int> scc = sccOf(succ);
+  const int numStages = scc.empty() ? 0 : *std::max_element(scc.begin(), scc.end()) + 1;
+
+  // Topological order of the condensed graph (Tarjan numbers SCCs in reverse topological order).
+  std::vector<Stage> stages(numStages);
+  for (int n = 0; n < numNodes; ++n) {
+    Stage& s = stages[numStages - 1 - scc[compOf[n]]];
+    if (n < numLogical) {
+      s.logicalOps.push_back(n);
+    } else {
+      int d = deviceOf(n);
+      s.deviceOps.push_back({d, n - base[d]});
+    }
+  }
+  std::vector<Stage> out;
+  for (Stage& s : stages) {
+    if (s.deviceOps.empty()) continue;  // logical ops no device mirrors: nothing to prove
+    s.communication = s.logicalOps.empty();
+    for (const DeviceOp& dop : s.deviceOps) {
+      const Device& dev = plan.devices[dop.device];
+      for (ValueId v : dev.graph.ops[dop.op].outputs)
+        if (dev.lineage.count(v)) s.checked.push_back({dop.device, v});
+    }
+    s.id = static_cast<int>(out.size());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace paraproof::stage

@@ -1,0 +1,359 @@
+// Value parts are parametrised, not constrained: for a group (t, box, n), parts 0..n-2 are fresh variables
+// and part n-1 is t[box] minus their sum. That covers exactly the inputs consistent with the lineage, so the
+// solver sees no side constraints.
+#include "core/stage/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/ops/registry.h"
+
+namespace paraproof::stage {
+
+namespace {
+
+using ops::SymTensor;
+using sym::ExprId;
+
+std::string indexString(const std::vector<int64_t>& idx) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < idx.size(); ++i) os << (i ? "," : "") << idx[i];
+  os << ']';
+  return os.str();
+}
+
+// Row-major iteration over the elements of a box, yielding (flat index in box, index in full tensor).
+template <class F>
+void forEachInBox(const Box& box, F&& f) {
+  const size_t rank = box.ranges.size();
+  std::vector<int64_t> idx(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    idx[i] = box.ranges[i].first;
+    if (box.ranges[i].first >= box.ranges[i].second) return;
+  }
+  int64_t flat = 0;
+  while (true) {
+    f(flat++, idx);
+    size_t k = rank;
+    while (k > 0) {
+      --k;
+      if (++idx[k] < box.ranges[k].second) break;
+      idx[k] = box.ranges[k].first;
+      if (k == 0) return;
+    }
+    if (rank == 0) return;
+  }
+}
+
+Box fullBox(const Shape& s) {
+  Box b;
+  for (int64_t d : s) b.ranges.push_back({0, d});
+  return b;
+}
+
+class Lowering {
+ public:
+  Lowering(const Plan& plan, const Stage& stage, solver::Problem& pb)
+      : plan_(plan), stage_(stage), pb_(pb), pool_(pb.pool), device_(plan.devices.size()) {
+    intHi_ = 2;
+    auto widen = [this](const Shape& s) {
+      for (int64_t d : s) intHi_ = std::max(intHi_, d);
+    };
+    for (OpId o : stage.logicalOps)
+      for (ValueId v : plan.logical.ops[o].inputs) widen(plan.logical.values[v].type.shape);
+    for (const DeviceOp& d : stage.deviceOps)
+      for (ValueId v : plan.devices[d.device].graph.ops[d.op].inputs)
+        widen(plan.devices[d.device].graph.values[v].type.shape);
+  }
+
+  void run() {
+    for (OpId o : stage_.logicalOps) lowerLogical(o);
+    runDevices();
+    addObligations();
+  }
+
+ private:
+  const SymTensor& logicalByName(const std::string& name) {
+    ValueId v = plan_.logical.findValue(name);
+    if (v == kNone) throw UnsupportedStage("lineage names unknown logical tensor '" + name + "'");
+    return logicalValue(v);
+  }
+
+  // Computed in this stage, or a free input of it.
+  const SymTensor& logicalValue(ValueId v) {
+    auto it = logical_.find(v);
+    if (it != logical_.end()) return it->second;
+    const Value& val = plan_.logical.values[v];
+    SymTensor t = freeTensor(val.name, val.type, "");
+    pb_.logicalInputs.push_back({val.name, kNone, val.type.shape, t.elems});
+    return logical_.emplace(v, std::move(t)).first->second;
+  }
+
+  SymTensor freeTensor(const std::string& name, const TensorType& type, const std::string& prefix) {
+    SymTensor t{type, {}};
+    const int64_t n = numElements(type.shape);
+    t.elems.reserve(n);
+    bool isInt = isInteger(type.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      sym::VarInfo info{prefix + name + indexString(ops::unflatIndex(type.shape, i)),
+                        isInt ? sym::Sort::Int : sym::Sort::Real, 0, isInt ? intHi_ : 0};
+      t.elems.push_back(pool_.var(std::move(info)));
+    }
+    return t;
+  }
+
+  std::vector<ExprId> sliceBox(const SymTensor& t, const Box& given) {
+    // An empty box on a non-scalar tensor means the whole tensor.
+    const Box box = given.ranges.empty() ? fullBox(t.shape()) : given;
+    std::vector<ExprId> out;
+    out.reserve(numElements(box.extent()));
+    forEachInBox(box, [&](int64_t, const std::vector<int64_t>& idx) {
+      out.push_back(t.elems[ops::flatIndex(t.shape(), idx)]);
+    });
+    return out;
+  }
+
+  void lowerLogical(OpId o) {
+    const Op& op = plan_.logical.ops[o];
+    const ops::OpDef* def = ops::findOp(op.kind);
+    if (!def || !def->lower) throw UnsupportedStage("logical op '" + op.id + "' (" + op.kind + ") has no semantics");
+    std::vector<SymTensor> in;
+    for (ValueId v : op.inputs) in.push_back(logicalValue(v));
+    std::vector<SymTensor> out = def->lower(pool_, in, op.attrs);
+    for (size_t i = 0; i < op.outputs.size(); ++i) logical_[op.outputs[i]] = std::move(out.at(i));
+  }
+
+  // A stage input on a device: its value is fixed by its lineage.
+  const SymTensor& deviceInput(int d, ValueId v) {
+    auto& env = device_[d];
+    auto it = env.find(v);
+    if (it != env.end()) return it->second;
+    const Device& dev = plan_.devices[d];
+    auto lin = dev.lineage.find(v);
+    const Value& val = dev.graph.values[v];
+    if (lin == dev.lineage.end())
+      throw UnsupportedStage("device " + std::to_string(dev.rank) + " tensor '" + val.name +
+                             "' enters the stage without lineage");
+    SymTensor t{val.type, partValue(lin->second)};
+    pb_.parallelInputs.push_back({val.name, dev.rank, val.type.shape, t.elems});
+    return env.emplace(v, std::move(t)).first->second;
+  }
+
+  std::vector<ExprId> partValue(const Lineage& lin) {
+    const SymTensor& whole = logicalByName(lin.tensor);
+    if (lin.parts <= 1) return sliceBox(whole, lin.box);
+    auto key = std::make_tuple(lin.tensor, lin.box, lin.parts);
+    auto it = parts_.find(key);
+    if (it == parts_.end()) {
+      std::vector<ExprId> target = sliceBox(whole, lin.box);
+      std::vector<std::vector<ExprId>> ps(lin.parts);
+      Shape ext = lin.box.ranges.empty() ? whole.shape() : lin.box.extent();
+      TensorType tt{ext, whole.type.dtype};
+      std::vector<ExprId> rest = target;
+      for (int k = 0; k + 1 < lin.parts; ++k) {
+        ps[k] = freeTensor(lin.tensor + ".part" + std::to_string(k), tt, "").elems;
+        for (size_t i = 0; i < rest.size(); ++i) rest[i] = pool_.sub(rest[i], ps[k][i]);
+      }
+      ps[lin.parts - 1] = rest;
+      it = parts_.emplace(key, std::move(ps)).first;
+    }
+    return it->second.at(lin.part);
+  }
+
+  // Executes the stage's device ops in an order every device could follow: local ops in program order,
+  // a collective once all its members reached it, a recv once its send ran.
+  void runDevices() {
+    std::vector<std::vector<OpId>> program(plan_.devices.size());
+    std::vector<std::vector<bool>> inStage(plan_.devices.size());
+    for (size_t d = 0; d < plan_.devices.size(); ++d) inStage[d].assign(plan_.devices[d].graph.ops.size(), false);
+    for (const DeviceOp& d : stage_.deviceOps) {
+      program[d.device].push_back(d.op);
+      inStage[d.device][d.op] = true;
+    }
+    for (auto& p : program) std::sort(p.begin(), p.end());
+    std::vector<size_t> pc(program.size(), 0);
+    std::map<std::string, std::vector<ExprId>> sent;
+    std::map<std::string, std::map<int, OpId>> arrived;  // collective instance -> device -> op
+
+    auto inputs = [&](int d, const Op& op) {
+      std::vector<SymTensor> in;
+      const Graph& g = plan_.devices[d].graph;
+      for (ValueId v : op.inputs) {
+        OpId p = g.values[v].producer;
+        if (p != kNone && inStage[d][p]) in.push_back(device_[d].at(v));
+        else in.push_back(deviceInput(d, v));
+      }
+      return in;
+    };
+
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t d = 0; d < program.size(); ++d) {
+        const Device& dev = plan_.devices[d];
+        while (pc[d] < program[d].size()) {
+          OpId o = program[d][pc[d]];
+          const Op& op = dev.graph.ops[o];
+          const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
+          if (op.kind == "send") {
+            sent[key(dev.rank, op.attrs.value("peer", -1), inst)] = inputs(static_cast<int>(d), op).at(0).elems;
+          } else if (op.kind == "recv") {
+            auto it = sent.find(key(op.attrs.value("peer", -1), dev.rank, inst));
+            if (it == sent.end()) break;
+            const Value& out = dev.graph.values[op.outputs.at(0)];
+            device_[d][op.outputs.at(0)] = SymTensor{out.type, it->second};
+          } else if (isCollective(op)) {
+            auto& members = arrived[inst];
+            if (!members.count(static_cast<int>(d))) {
+              members[static_cast<int>(d)] = o;
+              progress = true;
+            }
+            if (!runCollective(op, members)) break;
+          } else {
+            const ops::OpDef* def = ops::findOp(op.kind);
+            if (!def || !def->lower)
+              throw UnsupportedStage("device op '" + op.id + "' (" + op.kind + ") has no semantics");
+            auto out = def->lower(pool_, inputs(static_cast<int>(d), op), op.attrs);
+            for (size_t i = 0; i < op.outputs.size(); ++i) device_[d][op.outputs[i]] = std::move(out.at(i));
+          }
+          ++pc[d];
+          progress = true;
+        }
+      }
+    }
+    for (size_t d = 0; d < program.size(); ++d)
+      if (pc[d] < program[d].size())
+        throw UnsupportedStage("device " + std::to_string(plan_.devices[d].rank) + " cannot run op '" +
+                               plan_.devices[d].graph.ops[program[d][pc[d]]].id +
+                               "': its communication partner is missing from the stage");
+  }
+
+  static std::string key(int from, int to, const std::string& inst) {
+    return std::to_string(from) + ">" + std::to_string(to) + "/" + inst;
+  }
+
+  // Runs a collective once every member arrived; members past it have their outputs set already.
+  bool runCollective(const Op& op, std::map<int, OpId>& members) {
+    const Json& group = op.attrs.at("group");
+    if (members.size() < group.size()) return false;
+    if (members.count(-1)) return true;  // already executed: the outputs are in place
+    std::vector<int> order;
+    for (const Json& r : group) order.push_back(plan_.deviceIndex(r.get<int>()));
+    std::vector<std::vector<SymTensor>> perInput;  // [input slot][member]
+    const ops::OpDef* def = ops::findOp(op.kind);
+    if (!def || !def->lowerGroup) throw UnsupportedStage("collective " + op.kind + " has no semantics");
+    size_t slots = op.inputs.size();
+    std::vector<std::vector<SymTensor>> outs(order.size());
+    for (size_t s = 0; s < slots; ++s) {
+      std::vector<SymTensor> memberIn;
+      for (int d : order) {
+        const Device& dev = plan_.devices[d];
+        const Op& mop = dev.graph.ops[members.at(d)];
+        ValueId v = mop.inputs.at(s);
+        OpId p = dev.graph.values[v].producer;
+        auto it = device_[d].find(v);
+        memberIn.push_back(p != kNone && it != device_[d].end() ? it->second : deviceInput(d, v));
+      }
+      Json attrs = op.attrs;
+      std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, attrs);
+      for (size_t m = 0; m < order.size(); ++m) outs[m].push_back(std::move(res.at(m)));
+    }
+    for (size_t m = 0; m < order.size(); ++m) {
+      int d = order[m];
+      const Op& mop = plan_.devices[d].graph.ops[members.at(d)];
+      for (size_t s = 0; s < mop.outputs.size(); ++s) device_[d][mop.outputs[s]] = std::move(outs[m].at(s));
+    }
+    members[-1] = kNone;
+    return true;
+  }
+
+  void addObligations() {
+    struct PartRef {
+      int device;
+      ValueId value;
+    };
+    std::map<std::tuple<std::string, Box, int>, std::map<int, std::vector<PartRef>>> groups;
+    for (const DeviceValue& dv : stage_.checked) {
+      const Device& dev = plan_.devices[dv.device];
+      const Lineage& lin = dev.lineage.at(dv.value);
+      if (lin.parts <= 1) {
+        const SymTensor& whole = logicalByName(lin.tensor);
+        std::vector<ExprId> expected = sliceBox(whole, lin.box);
+        const SymTensor& actual = device_[dv.device].at(dv.value);
+        addElementwise(expected, actual.elems, dev.rank, dev.graph.values[dv.value].name, lin);
+      } else {
+        groups[{lin.tensor, lin.box, lin.parts}][lin.part].push_back({dv.device, dv.value});
+      }
+    }
+    for (auto& [k, byPart] : groups) {
+      const auto& [tensor, box, n] = k;
+      Lineage lin{tensor, box, 0, n};
+      // Replicas of a part must agree with the first one.
+      for (auto& [part, refs] : byPart)
+        for (size_t r = 1; r < refs.size(); ++r) {
+          const Device& dev = plan_.devices[refs[r].device];
+          addElementwise(device_[refs[0].device].at(refs[0].value).elems,
+                         device_[refs[r].device].at(refs[r].value).elems, dev.rank,
+                         dev.graph.values[refs[r].value].name, lin);
+        }
+      if (static_cast<int>(byPart.size()) == n) {
+        std::vector<ExprId> sum;
+        std::string who = "sum of " + std::to_string(n) + " parts of " + tensor + " on ranks";
+        for (auto& [part, refs] : byPart) {
+          const auto& e = device_[refs[0].device].at(refs[0].value).elems;
+          if (sum.empty()) sum.assign(e.size(), pool_.zero());
+          for (size_t i = 0; i < e.size(); ++i) sum[i] = pool_.add(sum[i], e[i]);
+          who += " " + std::to_string(plan_.devices[refs[0].device].rank);
+        }
+        addElementwise(sliceBox(logicalByName(tensor), box), sum, kNone, who, lin);
+        continue;
+      }
+      // An incomplete group must move parts unchanged from a stage input with the same lineage.
+      for (auto& [part, refs] : byPart) {
+        if (!parts_.count(k))
+          throw UnsupportedStage("value parts of '" + tensor + "' are split across stages; cannot check part " +
+                                 std::to_string(part) + " alone");
+        const Device& dev = plan_.devices[refs[0].device];
+        Lineage pl{tensor, box, part, n};
+        addElementwise(partValue(pl), device_[refs[0].device].at(refs[0].value).elems, dev.rank,
+                       dev.graph.values[refs[0].value].name, pl);
+      }
+    }
+  }
+
+  void addElementwise(const std::vector<ExprId>& expected, const std::vector<ExprId>& actual, int rank,
+                      const std::string& tensor, const Lineage& lin) {
+    if (expected.size() != actual.size())
+      throw UnsupportedStage("tensor '" + tensor + "' has " + std::to_string(actual.size()) +
+                             " elements but its lineage box has " + std::to_string(expected.size()));
+    const SymTensor& whole = logicalByName(lin.tensor);
+    const Box box = lin.box.ranges.empty() ? fullBox(whole.shape()) : lin.box;
+    std::vector<std::vector<int64_t>> idx;
+    idx.reserve(expected.size());
+    forEachInBox(box, [&](int64_t, const std::vector<int64_t>& i) { idx.push_back(i); });
+    for (size_t i = 0; i < expected.size(); ++i)
+      pb_.obligations.push_back({expected[i], actual[i], rank, tensor, lin.tensor, idx[i]});
+  }
+
+  const Plan& plan_;
+  const Stage& stage_;
+  solver::Problem& pb_;
+  sym::ExprPool& pool_;
+  std::unordered_map<ValueId, SymTensor> logical_;
+  std::vector<std::unordered_map<ValueId, SymTensor>> device_;
+  std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<ExprId>>> parts_;
+  int64_t intHi_;
+};
+
+}  // namespace
+
+solver::Problem lowerStage(const Plan& plan, const Stage& stage) {
+  solver::Problem pb;
+  Lowering(plan, stage, pb).run();
+  return pb;
+}
+
+}  // namespace paraproof::stage

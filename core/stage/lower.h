@@ -1,0 +1,20 @@
+// Builds a stage's verification condition: logical ops on free inputs, device ops on inputs
+// parametrised by their lineage, and one obligation per element of every device value with lineage.
+#pragma once
+
+#include <stdexcept>
+
+#include "core/plan/plan.h"
+#include "core/solver/problem.h"
+#include "core/stage/stage.h"
+
+namespace paraproof::stage {
+
+// The stage cannot be encoded (op without semantics, value-part group split across stages, ...).
+struct UnsupportedStage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+solver::Problem lowerStage(const Plan& plan, const Stage& stage);
+
+}  // namespace paraproof::stage

@@ -1,0 +1,121 @@
+// The bug catalog: every entry injects into a plan where it applies, the mutated plan stays valid (so
+// verification, not validation, must catch it), and the mutation lands at the requested place.
+#include <QtTest>
+
+#include <set>
+
+#include "core/models/zoo.h"
+#include "core/parallel/bugs.h"
+#include "core/parallel/generate.h"
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+
+using namespace paraproof;
+using namespace paraproof::parallel;
+
+namespace {
+
+Plan makePlan(const std::string& model, const std::string& par, const std::string& inject = "") {
+  GenerateOptions o;
+  o.layers = model.starts_with("llama") ? 4 : 2;
+  o.inject = inject;
+  return generatePlan(*models::findModel(model), parseParallel(par), o);
+}
+
+std::string problems(const Plan& p) {
+  std::string s;
+  for (const Diagnostic& d : validatePlan(p)) s += d.str() + "\n";
+  return s;
+}
+
+}  // namespace
+
+class TestBugs : public QObject {
+  Q_OBJECT
+ private slots:
+  void catalogCoversTrainVerifyAndRealWorldClasses() {
+    std::set<std::string> ids;
+    int tv = 0;
+    for (const BugEntry& b : bugCatalog()) {
+      QVERIFY2(ids.insert(b.id).second, b.id.c_str());
+      QVERIFY(!b.cls.empty() && !b.description.empty() && !b.source.empty());
+      QVERIFY(models::findModel(b.model) != nullptr);
+      parseParallel(b.parallel);  // throws if malformed
+      tv += b.id.starts_with("tv");
+    }
+    QVERIFY(tv >= 13);
+    QVERIFY(ids.size() >= 20);
+  }
+
+  void everyEntryInjectsIntoItsOwnPlanAndStaysValid_data() {
+    QTest::addColumn<QString>("id");
+    for (const BugEntry& b : bugCatalog()) QTest::newRow(b.id.c_str()) << QString::fromStdString(b.id);
+  }
+  void everyEntryInjectsIntoItsOwnPlanAndStaysValid() {
+    QFETCH(QString, id);
+    const BugEntry& b = *findBug(id.toStdString());
+    Plan clean = makePlan(b.model, b.parallel);
+    Plan buggy = makePlan(b.model, b.parallel, b.id);
+    const std::string errs = problems(buggy);
+    QVERIFY2(errs.empty(), errs.c_str());
+    QVERIFY(planToJson(clean) != planToJson(buggy));
+    const Json& inj = buggy.metadata.at("injected");
+    QCOMPARE(inj.at("id").get<std::string>(), b.id);
+    QVERIFY(!inj.at("ops").empty());
+    for (const Json& o : inj.at("ops")) {
+      const Device* d = buggy.deviceByRank(o.at("rank").get<int>());
+      QVERIFY(d && d->graph.findOp(o.at("op").get<std::string>()) != kNone);
+    }
+  }
+
+  void injectionLandsAtTheRequestedPlace() {
+    Plan p = makePlan("llama3-8b", "dp=2,tp=2,pp=2,mb=2", "tv07-eps@layer=3,rank=5,mb=1");
+    const Json& inj = p.metadata.at("injected");
+    QCOMPARE(inj.at("layer").get<int>(), 3);
+    QCOMPARE(inj.at("rank").get<int>(), 5);
+    QCOMPARE(inj.at("mb").get<int>(), 1);
+    const Graph& g = p.deviceByRank(5)->graph;
+    QCOMPARE(g.ops[g.findOp("layers.3.attention_norm.out#1")].attrs.at("eps").get<double>(), 1e-3);
+    // Every other rank and micro-batch keeps the model's eps.
+    const Graph& other = p.deviceByRank(4)->graph;
+    QCOMPARE(other.ops[other.findOp("layers.3.attention_norm.out#1")].attrs.at("eps").get<double>(), 1e-5);
+    QCOMPARE(g.ops[g.findOp("layers.3.attention_norm.out#0")].attrs.at("eps").get<double>(), 1e-5);
+  }
+
+  void allTrainVerifyCasesApplyToTheReferencePlan_data() {
+    QTest::addColumn<QString>("id");
+    for (const BugEntry& b : bugCatalog())
+      if (b.id.starts_with("tv")) QTest::newRow(b.id.c_str()) << QString::fromStdString(b.id);
+  }
+  void allTrainVerifyCasesApplyToTheReferencePlan() {
+    QFETCH(QString, id);
+    Plan p = makePlan("llama3-8b", "dp=2,tp=2,pp=2,mb=2", id.toStdString() + "@layer=2,mb=1");
+    const std::string errs = problems(p);
+    QVERIFY2(errs.empty(), errs.c_str());
+  }
+
+  void misplacedInjectionsAreRejected_data() {
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<QString>("inject");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("layer on another stage") << "dp=2,tp=2,pp=2,mb=2" << "tv07-eps@layer=3,rank=0" << "does not hold";
+    QTest::newRow("needs tp") << "dp=2" << "tv01-allreduce-missing" << "needs tp >= 2";
+    QTest::newRow("unknown bug") << "dp=2" << "tv99" << "unknown bug";
+    QTest::newRow("mb out of range") << "dp=2,mb=2" << "tv07-eps@mb=2" << "micro-batches";
+    QTest::newRow("bad key") << "dp=2" << "tv07-eps@row=1" << "unknown key";
+  }
+  void misplacedInjectionsAreRejected() {
+    QFETCH(QString, parallel);
+    QFETCH(QString, inject);
+    QFETCH(QString, message);
+    try {
+      makePlan("llama3-8b", parallel.toStdString(), inject.toStdString());
+      QFAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).contains(message), e.what());
+    }
+  }
+};
+
+QTEST_APPLESS_MAIN(TestBugs)
+#include "test_bugs.moc"

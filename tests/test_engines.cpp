@@ -1,0 +1,267 @@
+// The two engines on hand-built problems: identities are proved, bugs come with concrete counterexamples,
+// and a difference that only exists in the uninterpreted abstraction is never reported as a bug.
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/solver/engine.h"
+
+using namespace paraproof;
+using solver::Status;
+
+namespace {
+
+// A problem under construction: declare inputs, then add "expected == actual" obligations.
+struct Builder {
+  solver::Problem p;
+  sym::ExprPool& e = p.pool;
+  sym::ExprId real(const std::string& name) { return e.var({name, sym::Sort::Real}); }
+  sym::ExprId integer(const std::string& name, int64_t lo, int64_t hi) {
+    return e.var({name, sym::Sort::Int, lo, hi});
+  }
+  void expect(sym::ExprId expected, sym::ExprId actual) {
+    solver::Obligation ob;
+    ob.expected = expected;
+    ob.actual = actual;
+    p.obligations.push_back(ob);
+  }
+};
+
+solver::Result runZ3(const solver::Problem& p, double timeout = 30) {
+  return solver::makeZ3Engine()->check(p, {timeout, nullptr});
+}
+solver::Result runField(const solver::Problem& p) { return solver::makeFieldEngine(4, 42)->check(p, {30, nullptr}); }
+
+// A confirmed counterexample must really separate the two sides when evaluated independently.
+bool reallyDiffers(const solver::Problem& p, const solver::Counterexample& cex) {
+  auto v = solver::evaluateReal(p.pool, cex.vars);
+  if (cex.mismatches.empty()) return false;
+  for (const auto& m : cex.mismatches) {
+    const auto& ob = p.obligations[m.obligation];
+    if (solver::nearlyEqual(v[ob.expected], v[ob.actual])) return false;
+  }
+  return true;
+}
+
+// sum_v [id == v] * w_v over a vocabulary [from, from + size), with the table entries w[offset + j].
+sym::ExprId lookup(Builder& b, sym::ExprId id, const std::vector<sym::ExprId>& w, int64_t from, int64_t size,
+                   int64_t offset) {
+  std::vector<sym::ExprId> terms;
+  for (int64_t j = 0; j < size; ++j)
+    terms.push_back(b.e.ite(b.e.eq(id, b.e.integer(from + j)), w[static_cast<size_t>(offset + j)], b.e.zero()));
+  return b.e.add(terms);
+}
+
+// prod_i (x_i + y_i) against the same product with its first two factors multiplied out: true, but a proof
+// by normalisation expands 2^n monomials.
+solver::Problem hardIdentity(int n) {
+  Builder b;
+  std::vector<sym::ExprId> factors;
+  std::vector<sym::ExprId> x, y;
+  for (int i = 0; i < n; ++i) {
+    x.push_back(b.real("x" + std::to_string(i)));
+    y.push_back(b.real("y" + std::to_string(i)));
+    factors.push_back(b.e.add(x[i], y[i]));
+  }
+  auto expanded = b.e.add({b.e.mul(x[0], x[1]), b.e.mul(x[0], y[1]), b.e.mul(y[0], x[1]), b.e.mul(y[0], y[1])});
+  std::vector<sym::ExprId> rest(factors.begin() + 2, factors.end());
+  rest.push_back(expanded);
+  b.expect(b.e.mul(factors), b.e.mul(rest));
+  return std::move(b.p);
+}
+
+}  // namespace
+
+class TestEngines : public QObject {
+  Q_OBJECT
+ private slots:
+  void polynomialIdentityIsProvedByBoth() {
+    Builder b;
+    auto x = b.real("x"), y = b.real("y");
+    auto s = b.e.add(x, y);
+    b.expect(b.e.mul(s, s), b.e.add({b.e.mul(x, x), b.e.mul({b.e.real(2), x, y}), b.e.mul(y, y)}));
+    auto z3 = runZ3(b.p);
+    QCOMPARE(z3.status, Status::Verified);
+    QCOMPARE(z3.engine, std::string("z3"));
+    auto field = runField(b.p);
+    QCOMPARE(field.status, Status::Verified);
+    QCOMPARE(field.engine, std::string("random"));
+    QVERIFY2(field.reason.find("random field trials") != std::string::npos, field.reason.c_str());
+  }
+
+  void offByOneProductFailsWithConfirmedCounterexample() {
+    Builder b;
+    auto a = b.real("a"), c = b.real("c");
+    b.expect(b.e.mul(a, c), b.e.add(b.e.mul(a, c), b.e.one()));
+    for (auto r : {runZ3(b.p), runField(b.p)}) {
+      QCOMPARE(r.status, Status::Failed);
+      QVERIFY(r.cex && r.cex->confirmed);
+      QCOMPARE(r.cex->vars.size(), size_t{2});
+      QVERIFY(reallyDiffers(b.p, *r.cex));
+    }
+  }
+
+  void functionsOfEqualArgumentsAreEqual() {
+    // exp(2(x+y)) vs exp(2x+2y): different terms, equal arguments; congruence proves it.
+    Builder b;
+    auto x = b.real("x"), y = b.real("y");
+    auto two = b.e.real(2);
+    auto lhs = b.e.apply(sym::Fn::Exp, {b.e.mul(two, b.e.add(x, y))});
+    auto rhs = b.e.apply(sym::Fn::Exp, {b.e.add(b.e.mul(two, x), b.e.mul(two, y))});
+    QVERIFY(lhs != rhs);
+    b.expect(lhs, rhs);
+    QCOMPARE(runZ3(b.p).status, Status::Verified);
+    QCOMPARE(runField(b.p).status, Status::Verified);
+  }
+
+  void identityOfTheRealFunctionIsInconclusiveNotAFailure() {
+    // exp(x)*exp(y) == exp(x+y) holds for exp but not for every function: both engines see a "difference"
+    // that concrete evaluation refutes, so neither may call it a bug.
+    Builder b;
+    auto x = b.real("x"), y = b.real("y");
+    b.expect(b.e.apply(sym::Fn::Exp, {b.e.add(x, y)}),
+             b.e.mul(b.e.apply(sym::Fn::Exp, {x}), b.e.apply(sym::Fn::Exp, {y})));
+    auto z3 = runZ3(b.p);
+    QCOMPARE(z3.status, Status::Inconclusive);
+    QVERIFY2(z3.reason.find("spurious counterexample: relies on uninterpreted exp") != std::string::npos,
+             z3.reason.c_str());
+    QVERIFY(z3.cex && !z3.cex->confirmed);
+    auto field = runField(b.p);
+    QCOMPARE(field.status, Status::Inconclusive);
+    QVERIFY2(field.reason.find("not reproduced in doubles") != std::string::npos, field.reason.c_str());
+  }
+
+  void maxIsAssociative() {
+    Builder b;
+    auto a = b.real("a"), c = b.real("c"), d = b.real("d");
+    b.expect(b.e.max(b.e.max(a, c), d), b.e.max(a, b.e.max(c, d)));
+    QCOMPARE(runZ3(b.p).status, Status::Verified);
+    QCOMPARE(runField(b.p).status, Status::Verified);
+  }
+
+  void fieldOrderIsNoEvidenceOfABug() {
+    // max(a,b)+c == max(a+c,b+c) over the reals, but the field's random order need not respect addition.
+    Builder b;
+    auto a = b.real("a"), c = b.real("c"), d = b.real("d");
+    b.expect(b.e.add(b.e.max(a, c), d), b.e.max(b.e.add(a, d), b.e.add(c, d)));
+    QCOMPARE(runZ3(b.p).status, Status::Verified);
+    QVERIFY(runField(b.p).status != Status::Failed);
+  }
+
+  void vocabShardedEmbeddingMatchesOneHot() {
+    for (int64_t wrongOffset : {0, 1}) {
+      constexpr int64_t kVocab = 8, kShard = 4;
+      Builder b;
+      std::vector<sym::ExprId> w;
+      for (int64_t v = 0; v < kVocab; ++v) w.push_back(b.real("w[" + std::to_string(v) + "]"));
+      for (int t = 0; t < 2; ++t) {
+        auto id = b.integer("id[" + std::to_string(t) + "]", 0, kVocab);
+        // Shard k holds rows [k*4, k*4+4) and looks up the local id (id - offset) in its own rows.
+        std::vector<sym::ExprId> parts;
+        for (int64_t k = 0; k < 2; ++k) {
+          int64_t offset = k * kShard + (k == 1 ? wrongOffset : 0);
+          auto local = b.e.sub(id, b.e.integer(offset));
+          std::vector<sym::ExprId> rows(w.begin() + k * kShard, w.begin() + (k + 1) * kShard);
+          parts.push_back(lookup(b, local, rows, 0, kShard, 0));
+        }
+        b.expect(lookup(b, id, w, 0, kVocab, 0), b.e.add(parts));
+      }
+      for (auto r : {runZ3(b.p), runField(b.p)}) {
+        if (wrongOffset == 0) {
+          QVERIFY2(r.status == Status::Verified, (r.engine + ": " + r.reason).c_str());
+        } else {
+          QVERIFY2(r.status == Status::Failed, (r.engine + ": " + r.reason).c_str());
+          QVERIFY(r.cex && r.cex->confirmed && reallyDiffers(b.p, *r.cex));
+        }
+      }
+    }
+  }
+
+  void divisionIsRealDivisionWhereTheModelIsDefined() {
+    Builder b;
+    auto a = b.real("a"), d = b.real("d");
+    auto roundTrip = b.e.mul(b.e.div(a, d), d);
+    // The model divides by d: the theorem only covers d != 0, where a/d*d == a.
+    b.expect(roundTrip, a);
+    QCOMPARE(runZ3(b.p).status, Status::Verified);
+    QCOMPARE(runField(b.p).status, Status::Verified);
+    // The plan divides by d where the model does not: at d = 0 the plan yields NaN, a real bug.
+    Builder c;
+    auto a2 = c.real("a"), d2 = c.real("d");
+    c.expect(a2, c.e.mul(c.e.div(a2, d2), d2));
+    auto z3 = runZ3(c.p);
+    QCOMPARE(z3.status, Status::Failed);
+    QVERIFY(z3.cex && z3.cex->confirmed);
+    QCOMPARE(z3.cex->vars[1], 0.0);
+  }
+
+  void counterexamplesAreMinimised() {
+    // A dot product where one term reads the wrong element: only a few inputs matter.
+    Builder b;
+    std::vector<sym::ExprId> x, y;
+    for (int i = 0; i < 8; ++i) {
+      x.push_back(b.real("x" + std::to_string(i)));
+      y.push_back(b.real("y" + std::to_string(i)));
+    }
+    std::vector<sym::ExprId> good, bad;
+    for (int i = 0; i < 8; ++i) {
+      good.push_back(b.e.mul(x[i], y[i]));
+      bad.push_back(b.e.mul(x[i], y[i == 3 ? 4 : i]));
+    }
+    b.expect(b.e.add(good), b.e.add(bad));
+    auto r = runZ3(b.p);
+    QCOMPARE(r.status, Status::Failed);
+    QVERIFY(r.cex && reallyDiffers(b.p, *r.cex));
+    int small = 0;
+    for (double v : r.cex->vars) small += (v == 0 || v == 1);
+    QVERIFY2(small >= 14, QByteArray::number(small));
+  }
+
+  void timeoutIsInconclusive() {
+    auto p = hardIdentity(20);
+    auto engine = solver::makeZ3Engine();
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = engine->check(p, {1.0, nullptr});
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    QCOMPARE(r.status, Status::Inconclusive);
+    QVERIFY2(r.reason.find("timeout") != std::string::npos, r.reason.c_str());
+    QVERIFY2(took < 2.0, QByteArray::number(took));
+    // The same engine (a fresh context behind it) keeps working.
+    Builder b;
+    auto x = b.real("x");
+    b.expect(b.e.add(x, x), b.e.mul(b.e.real(2), x));
+    QCOMPARE(engine->check(b.p, {30, nullptr}).status, Status::Verified);
+  }
+
+  void cancellationIsPrompt() {
+    auto p = hardIdentity(20);
+    std::atomic<bool> cancel{false};
+    std::chrono::steady_clock::time_point cancelledAt;
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      cancelledAt = std::chrono::steady_clock::now();
+      cancel = true;
+    });
+    auto r = solver::makeZ3Engine()->check(p, {600, &cancel});
+    auto returnedAt = std::chrono::steady_clock::now();
+    canceller.join();
+    QCOMPARE(r.status, Status::Inconclusive);
+    QCOMPARE(r.reason, std::string("cancelled"));
+    QVERIFY(std::chrono::duration<double>(returnedAt - cancelledAt).count() < 1.0);
+
+    std::atomic<bool> already{true};
+    auto f = solver::makeFieldEngine()->check(p, {600, &already});
+    QCOMPARE(f.status, Status::Inconclusive);
+  }
+
+  void fieldEngineIsFastOnTheHardIdentity() {
+    auto r = solver::makeFieldEngine()->check(hardIdentity(20), {30, nullptr});
+    QCOMPARE(r.status, Status::Verified);
+    QVERIFY(r.seconds < 0.1);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestEngines)
+#include "test_engines.moc"

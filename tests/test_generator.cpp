@@ -1,0 +1,119 @@
+// The plan generator: generated plans are valid, round-trip through JSON, and reject impossible combinations.
+#include <QtTest>
+
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+
+using namespace paraproof;
+using parallel::generatePlan;
+using parallel::parseParallel;
+
+namespace {
+
+Plan generate(const std::string& model, const std::string& par, int layers = 0) {
+  const models::ModelConfig* m = models::findModel(model);
+  if (!m) throw std::runtime_error("no model " + model);
+  parallel::GenerateOptions o;
+  o.layers = layers;
+  return generatePlan(*m, parseParallel(par), o);
+}
+
+std::string problems(const Plan& p) {
+  std::string s;
+  int n = 0;
+  for (const Diagnostic& d : validatePlan(p))
+    if (n++ < 8) s += d.str() + "\n";
+  return s;
+}
+
+}  // namespace
+
+class TestGenerator : public QObject {
+  Q_OBJECT
+ private slots:
+  void generatedPlansValidate_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<int>("layers");
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"dp=1", "dp=2", "tp=2", "pp=2", "pp=2,mb=2", "pp=2,mb=3,schedule=gpipe", "dp=2,mb=2",
+                            "dp=2,tp=2,pp=2,mb=2"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b" << "dp=2,tp=2,pp=2,mb=2" << 4;
+  }
+  void generatedPlansValidate() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    QFETCH(int, layers);
+    Plan p = generate(model.toStdString(), parallel.toStdString(), layers);
+    const std::string errs = problems(p);
+    QVERIFY2(errs.empty(), errs.c_str());
+  }
+
+  void logicalGraphIsTheFullTrainingStep() {
+    Plan p = generate("gpt-tiny", "dp=1");
+    const Graph& g = p.logical;
+    for (const char* kind : {"embedding", "embedding_backward", "attention", "attention_backward", "one_hot", "exp",
+                             "log", "global_norm_sq", "clip_coef", "adamw", "rope", "rope_backward", "rmsnorm",
+                             "rmsnorm_backward", "silu_backward"})
+      QVERIFY2(std::any_of(g.ops.begin(), g.ops.end(), [&](const Op& o) { return o.kind == kind; }), kind);
+    QCOMPARE(g.values[g.outputs.front()].name, std::string("loss"));
+    // 2 layers x 9 + embed + norm + output parameters, each with weight, m and v outputs.
+    QCOMPARE(static_cast<int>(g.outputs.size()), 1 + 3 * (2 * 9 + 3));
+  }
+
+  void deviceOpsCarryOriginAndScope() {
+    Plan p = generate("gpt-tiny", "tp=2");
+    const Graph& g = p.devices[1].graph;
+    const OpId o = g.findOp("layers.1.mlp.w2.out");
+    QVERIFY(o != kNone);
+    QCOMPARE(g.ops[o].origin, std::string("layers.1.mlp.w2.out"));
+    QCOMPARE(g.ops[o].scope, std::string("layers.1.mlp.w2"));
+    const OpId lo = p.logical.findOp("layers.1.mlp.w2.out");
+    QCOMPARE(p.logical.ops[lo].scope, g.ops[o].scope);
+    // The row-parallel output is the second of two value parts.
+    const Lineage& lin = p.devices[1].lineage.at(g.ops[o].outputs[0]);
+    QCOMPARE(lin.part, 1);
+    QCOMPARE(lin.parts, 2);
+  }
+
+  void jsonRoundTripIsLossless() {
+    Plan p = generate("gpt-tiny", "dp=2,tp=2,pp=2,mb=2");
+    const Json j = planToJson(p);
+    QCOMPARE(planToJson(planFromJson(j)), j);
+  }
+
+  void impossibleCombinationsAreRejected_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("tp vs heads") << "llama3-8b" << "tp=3" << "does not divide";
+    QTest::newRow("pp vs layers") << "gpt-tiny" << "pp=3" << "exceeds the number of layers";
+    QTest::newRow("unknown key") << "mlp" << "dq=2" << "unknown key";
+    QTest::newRow("bad number") << "mlp" << "dp=two" << "needs an integer";
+    QTest::newRow("zero degree") << "mlp" << "tp=0" << "at least 1";
+    QTest::newRow("zero stage") << "mlp" << "zero=4" << "ZeRO stage";
+  }
+  void impossibleCombinationsAreRejected() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    QFETCH(QString, message);
+    try {
+      generate(model.toStdString(), parallel.toStdString());
+      QFAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).contains(message), e.what());
+    }
+  }
+
+  void parseAndPrintAgree() {
+    auto s = parseParallel("dp=2,tp=2,pp=2,mb=2,schedule=gpipe");
+    QCOMPARE(s.str(), std::string("dp=2,tp=2,pp=2,mb=2,schedule=gpipe"));
+    QCOMPARE(parseParallel(s.str()).str(), s.str());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestGenerator)
+#include "test_generator.moc"

@@ -1,0 +1,159 @@
+// Every invalid-plan fixture is rejected with the diagnostic it expects, by the library and by the CLI;
+// the valid examples pass, so the checks do not cry wolf.
+#include <QtTest>
+
+#include <fstream>
+
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+
+using namespace paraproof;
+
+namespace {
+
+const QString kInvalidDir = PARAPROOF_FIXTURES "/invalid";
+const std::string kExample = PARAPROOF_FIXTURES "/../../resources/examples/linear-dp2.json";
+
+// The malformed fixture cannot carry its expectation inside itself.
+const char* const kMalformed = "malformed-json.json";
+const char* const kMalformedError = "malformed JSON at line 9, column 32";
+
+// Diagnostics from loading, or from validating once loaded.
+std::vector<Diagnostic> check(const std::string& path) {
+  try {
+    return validatePlan(loadPlan(path), path);
+  } catch (const PlanError& e) {
+    return e.diagnostics();
+  }
+}
+
+std::string expectedError(const QString& file) {
+  if (file.endsWith(kMalformed)) return kMalformedError;
+  std::ifstream in(file.toStdString());
+  Json j = Json::parse(in);
+  return j["metadata"]["expect"]["error"].get<std::string>();
+}
+
+std::string joined(const std::vector<Diagnostic>& diags) {
+  std::string s;
+  for (const Diagnostic& d : diags)
+    s += "\n  " + d.str();
+  return s;
+}
+
+void addFixtureRows() {
+  QTest::addColumn<QString>("file");
+  const QStringList files = QDir(kInvalidDir).entryList({"*.json"}, QDir::Files, QDir::Name);
+  QVERIFY2(files.size() >= 40, "the invalid fixtures are missing");
+  for (const QString& f : files)
+    QTest::newRow(qPrintable(f)) << kInvalidDir + "/" + f;
+}
+
+// A two-stage pipeline: activations forward, outputs back. Both ranks block in a recv at some point, and
+// the order still completes.
+const char* const kPipeline = R"({
+  "mesh": {"axes": ["pp"], "shape": [2]},
+  "logical": {
+    "inputs": [{"name": "x", "shape": [2, 3], "dtype": "f32"}, {"name": "w1", "shape": [3, 3], "dtype": "f32"}],
+    "ops": [{"id": "fc", "op": "linear", "inputs": ["x", "w1"], "outputs": ["h"]},
+            {"id": "act", "op": "relu", "inputs": ["h"], "outputs": ["y"]}],
+    "outputs": ["y"]},
+  "devices": [
+    {"rank": 0, "coord": [0],
+     "inputs": [{"name": "x", "shape": [2, 3], "dtype": "f32"}, {"name": "w1", "shape": [3, 3], "dtype": "f32"}],
+     "ops": [{"id": "fc", "op": "linear", "inputs": ["x", "w1"], "outputs": ["h"]},
+             {"id": "send_h", "op": "send", "inputs": ["h"], "outputs": [], "attrs": {"peer": 1, "instance": "act"}},
+             {"id": "recv_y", "op": "recv", "inputs": [], "outputs": ["y"],
+              "attrs": {"peer": 1, "instance": "out", "shape": [2, 3], "dtype": "f32"}}],
+     "outputs": ["y"],
+     "lineage": {"x": {"tensor": "x"}, "w1": {"tensor": "w1"}, "h": {"tensor": "h"}, "y": {"tensor": "y"}}},
+    {"rank": 1, "coord": [1],
+     "inputs": [],
+     "ops": [{"id": "recv_h", "op": "recv", "inputs": [], "outputs": ["h"],
+              "attrs": {"peer": 0, "instance": "act", "shape": [2, 3], "dtype": "f32"}},
+             {"id": "act", "op": "relu", "inputs": ["h"], "outputs": ["y"]},
+             {"id": "send_y", "op": "send", "inputs": ["y"], "outputs": [], "attrs": {"peer": 0, "instance": "out"}}],
+     "outputs": ["y"],
+     "lineage": {"h": {"tensor": "h"}, "y": {"tensor": "y"}}}]})";
+
+}  // namespace
+
+class TestValidation : public QObject {
+  Q_OBJECT
+ private slots:
+  void theExamplePlanIsValid() {
+    std::vector<Diagnostic> diags = check(kExample);
+    QVERIFY2(diags.empty(), joined(diags).c_str());
+  }
+
+  void aPipelineThatBlocksInRecvsStillCompletes() {
+    std::vector<Diagnostic> diags = validatePlan(planFromJson(Json::parse(kPipeline)));
+    QVERIFY2(diags.empty(), joined(diags).c_str());
+  }
+
+  // Value parts (k of n) on different devices, all among the outputs, cover the logical tensor.
+  void aCompleteValuePartGroupCoversAnOutput() {
+    Json j = Json::parse(kPipeline);
+    for (int k = 0; k < 2; ++k) {
+      Json& d = j["devices"][k];
+      d["ops"].push_back({{"id", "half"},
+                          {"op", "scale"},
+                          {"inputs", {"y"}},
+                          {"outputs", {"y_half"}},
+                          {"attrs", {{"factor", 0.5}}}});
+      d["outputs"] = {"y_half"};
+      d["lineage"]["y_half"] = {{"tensor", "y"}, {"part", k}, {"parts", 2}};
+    }
+    std::vector<Diagnostic> diags = validatePlan(planFromJson(j));
+    QVERIFY2(diags.empty(), joined(diags).c_str());
+    // Without rank 1's part among the outputs, y is no longer covered.
+    j["devices"][1]["outputs"] = Json::array();
+    diags = validatePlan(planFromJson(j));
+    QCOMPARE(diags.size(), size_t(1));
+    QVERIFY2(diags[0].message.find("logical output 'y' is not covered") == 0, diags[0].message.c_str());
+  }
+
+  // Diagnostics are collected, not stopped at the first: two unrelated problems, two messages.
+  void validationReportsEveryProblem() {
+    Plan p = loadPlan(kExample);
+    p.devices[1].coord = {5};
+    p.devices[0].lineage.begin()->second.tensor = "nope";
+    std::vector<Diagnostic> diags = validatePlan(p, "plan.json");
+    QCOMPARE(diags.size(), size_t(2));
+    QCOMPARE(diags[0].where, std::string("plan.json:/devices/1/coord"));
+    QVERIFY(diags[1].where.find("plan.json:/devices/0/lineage/") == 0);
+  }
+
+  void eachInvalidFixtureIsRejectedWithItsDiagnostic_data() { addFixtureRows(); }
+  void eachInvalidFixtureIsRejectedWithItsDiagnostic() {
+    QFETCH(QString, file);
+    std::string expected = expectedError(file);
+    std::vector<Diagnostic> diags = check(file.toStdString());
+    QVERIFY2(!diags.empty(), "accepted as valid");
+    bool found = false;
+    for (const Diagnostic& d : diags)
+      found = found || d.str().find(expected) != std::string::npos;
+    QVERIFY2(found, ("expected \"" + expected + "\" among:" + joined(diags)).c_str());
+    // Every diagnostic names the file it is about.
+    for (const Diagnostic& d : diags)
+      QVERIFY2(d.where.find(file.toStdString()) == 0, d.str().c_str());
+  }
+
+  void theCliExitsWith2OnEachInvalidFixture_data() { addFixtureRows(); }
+  void theCliExitsWith2OnEachInvalidFixture() {
+    QFETCH(QString, file);
+    QProcess cli;
+    cli.start(PARAPROOF_CLI, {"verify", file});
+    QVERIFY(cli.waitForFinished(60000));
+    QString out = QString::fromUtf8(cli.readAllStandardOutput());
+    QString err = QString::fromUtf8(cli.readAllStandardError());
+    if (out.contains("under construction") || err.contains("under construction"))
+      QSKIP("the paraproof CLI is not finished yet");
+    QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(cli.exitCode(), 2);
+    QVERIFY2(err.contains(QString::fromStdString(expectedError(file))), qPrintable(err));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestValidation)
+#include "test_validation.moc"

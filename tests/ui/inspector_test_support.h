@@ -1,0 +1,89 @@
+// Shared helpers of the inspector UI tests: fixtures, waiting for the background threads, screenshots.
+#pragma once
+
+#include <QDir>
+#include <QGraphicsView>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
+#include "core/plan/json_io.h"
+#include "ui/graph_view.h"
+#include "ui/inspector_app.h"
+#include "ui/main_window.h"
+
+namespace paraproof::ui::testing {
+
+inline QString fixture(const char* name) { return QStringLiteral(PARAPROOF_FIXTURES "/plans/") + name; }
+
+// Keeps tests away from the user's settings and window layout.
+inline void isolateSettings() { QStandardPaths::setTestModeEnabled(true); }
+
+// Saves the whole window under PARAPROOF_SCREENSHOTS for people to look at.
+inline void saveScreenshot(QWidget& window, const QString& name) {
+  QDir().mkpath(PARAPROOF_SCREENSHOTS);
+  const QString path = QStringLiteral(PARAPROOF_SCREENSHOTS "/") + name + ".png";
+  QVERIFY2(window.grab().save(path), qPrintable("cannot write " + path));
+  qInfo("screenshot: %s", qPrintable(path));
+}
+
+// Leaf node of the op (or input) with this exact id/name in a view's model, -1 if none.
+inline int leafNamed(const GraphModel& m, const QString& name) {
+  for (int e = 0; e < static_cast<int>(m.elements().size()); ++e)
+    if (m.elementName(e) == name) return m.leafOf(e);
+  return -1;
+}
+
+// Clicks a drawn node the way a user does.
+inline void clickNode(GraphView* view, int node) {
+  QRectF r = view->nodeSceneRect(node);
+  QVERIFY2(!r.isEmpty(), "node is not drawn");
+  view->centerOn(r.center());
+  QPoint at = view->mapFromScene(r.center());
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+}
+
+// Runs verification and waits for the finished signal.
+inline verify::Report verifyAndWait(MainWindow& w, int timeoutMs = 300000) {
+  QSignalSpy finished(&w, &MainWindow::verificationFinished);
+  w.runVerification();
+  if (!finished.wait(timeoutMs)) return {};
+  return finished.takeFirst().at(0).value<verify::Report>();
+}
+
+}  // namespace paraproof::ui::testing
+
+#include "core/parallel/bugs.h"
+#include "ui/zoo_dialog.h"
+
+namespace paraproof::ui::testing {
+
+// A generated mlp plan (dp2 x tp2) with one bug: from the catalog when it has one for this plan, otherwise
+// the classic "inconsistent scaling on one rank" mutation done here (catalog case 12).
+inline Plan generatedPlanWithBug(QString* what) {
+  ZooRequest r;
+  r.model = "mlp";
+  r.parallel = "dp=2,tp=2";
+  r.layers = 2;
+  for (const auto& bug : parallel::bugCatalog())
+    if (bug.model == "mlp" && bug.parallel == r.parallel.toStdString()) {
+      r.inject = QString::fromStdString(bug.id);
+      *what = QString::fromStdString(bug.id);
+      return generateFromZoo(r);
+    }
+  Plan plan = generateFromZoo(r);
+  Device& dev = plan.devices.back();
+  for (Op& op : dev.graph.ops)
+    if (op.kind == "div_scalar" || op.kind == "scale") {
+      const char* key = op.kind == "div_scalar" ? "divisor" : "factor";
+      op.attrs[key] = op.attrs[key].get<double>() * 2;
+      *what = QStringLiteral("rank %1 op %2: %3 doubled").arg(dev.rank).arg(QString::fromStdString(op.id), key);
+      plan.metadata["injected"] = {{"id", "test-wrong-scale"},
+                                   {"description", what->toStdString() + " (inconsistent scaling on one rank)"}};
+      return plan;
+    }
+  *what = QStringLiteral("no mutation site");
+  return plan;
+}
+
+}  // namespace paraproof::ui::testing

@@ -1,0 +1,117 @@
+// Opening a plan with a bug and verifying it: the failure is red in the stage table, marked in both views,
+// and the counterexample panel shows the differing elements.
+#include <QTableView>
+
+#include "inspector_test_support.h"
+#include "ui/counterexample_panel.h"
+#include "ui/stage_table.h"
+
+using namespace paraproof;
+using namespace paraproof::ui;
+using namespace paraproof::ui::testing;
+
+class TestInspectorVerify : public QObject {
+  Q_OBJECT
+
+  // Every expectation about a finished run with one failing stage.
+  static void checkFailureShown(MainWindow& w, const verify::Report& report) {
+    QCOMPARE(report.verdict, verify::Verdict::NotEquivalent);
+    const int failing = w.firstFailingStage();
+    QVERIFY(failing >= 0);
+
+    // The stage table: status "failed", painted red, and selected.
+    StageTableModel* model = w.stageModel();
+    QModelIndex status = model->index(failing, StageTableModel::Status);
+    QCOMPARE(status.data().toString(), QStringLiteral("failed"));
+    QCOMPARE(status.data(Qt::DecorationRole).value<QColor>(), stateColor(StageState::Failed));
+    QCOMPARE(status.data(Qt::BackgroundRole).value<QBrush>().color(), stateFillColor(StageState::Failed));
+    QModelIndexList selected = w.stageTable()->selectionModel()->selectedRows();
+    QCOMPARE(selected.size(), 1);
+    QCOMPARE(selected.first().data(StageTableModel::kStageIndexRole).toInt(), failing);
+
+    // Both views: the stage's nodes are selected and shown failed, whatever the collapse level.
+    QVERIFY(waitForLayouts(w));
+    QTRY_VERIFY(!w.logicalView()->selectedNodes().empty());
+    QTRY_VERIFY(!w.parallelView()->selectedNodes().empty());
+    for (GraphView* view : {w.logicalView(), w.parallelView()}) {
+      bool anyFailed = false;
+      for (int n : view->selectedNodes()) anyFailed |= view->nodeState(n) == StageState::Failed;
+      QVERIFY2(anyFailed, "a selected node of the failing stage shows the failed state");
+    }
+    // Collapsing everything keeps the failure visible on the top-level groups.
+    w.parallelView()->collapseAll();
+    QVERIFY(waitForLayouts(w));
+    bool groupFailed = false;
+    const GraphModel* pm = w.parallelView()->model();
+    for (int c : pm->node(pm->root()).children) groupFailed |= w.parallelView()->nodeState(c) == StageState::Failed;
+    QVERIFY2(groupFailed, "a collapsed top-level group shows the failure");
+    w.parallelView()->expandAll();
+    QVERIFY(waitForLayouts(w));
+
+    // The counterexample panel lists the differing elements, marked.
+    QVERIFY(w.counterexamplePanel()->shownDiffCount() > 0);
+    const QString html = w.counterexamplePanel()->toHtml();
+    QVERIFY(html.contains("Expected vs actual"));
+    QVERIFY(html.contains("#ffcdd2"));  // the marked "actual" cells
+  }
+
+ private slots:
+  void initTestCase() { isolateSettings(); }
+
+  void fixtureWithWrongGroupFailsAndIsShown() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QString error;
+    QVERIFY2(w.openPlanFile(fixture("mlp_dp2tp2_wrong_group.json"), &error), qPrintable(error));
+    QVERIFY(waitForLayouts(w));
+    verify::Report report = verifyAndWait(w);
+    checkFailureShown(w, report);
+    // The fixture's own explanation is shown with the counterexample.
+    QVERIFY(w.counterexamplePanel()->toPlainText().contains("all-reduced over the tp group"));
+    w.selectStage(w.firstFailingStage());
+    QVERIFY(waitForLayouts(w));
+    saveScreenshot(w, "inspector-verify-fixture");
+  }
+
+  void generatedPlanWithInjectedBugFailsAndIsShown() {
+    QString what;
+    Plan plan = generatedPlanWithBug(&what);
+    qInfo("injected: %s", qPrintable(what));
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    w.openPlan(std::move(plan), "generated mlp dp=2,tp=2 + " + what);
+    QVERIFY(waitForLayouts(w));
+    verify::Report report = verifyAndWait(w);
+    checkFailureShown(w, report);
+    QVERIFY(w.counterexamplePanel()->toPlainText().contains("Injected bug"));
+    w.selectStage(w.firstFailingStage());
+    QVERIFY(waitForLayouts(w));
+    saveScreenshot(w, "inspector-verify-generated");
+  }
+
+  void correctPlanIsAllGreen() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
+    verify::Report report = verifyAndWait(w);
+    QCOMPARE(report.verdict, verify::Verdict::Equivalent);
+    QCOMPARE(w.firstFailingStage(), -1);
+    QCOMPARE(w.stageModel()->count(StageState::Verified), w.stageModel()->stageCount());
+    QVERIFY(waitForLayouts(w));
+    saveScreenshot(w, "inspector-verified");
+  }
+
+  void badFileIsAnErrorNotACrash() {
+    MainWindow w;
+    QString error;
+    QVERIFY(!w.openPlanFile(QStringLiteral(PARAPROOF_FIXTURES "/does-not-exist.json"), &error));
+    QVERIFY(!error.isEmpty());
+    QVERIFY(w.plan() == nullptr);
+  }
+};
+
+QTEST_MAIN(TestInspectorVerify)
+#include "test_inspector_verify.moc"

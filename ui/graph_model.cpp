@@ -1,0 +1,516 @@
+#include "ui/graph_model.h"
+
+#include <QStringList>
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+namespace paraproof::ui {
+namespace {
+
+// "layers.3.attention.wq" -> {"layers.3", "attention", "wq"}: an index belongs to the name before it.
+std::vector<std::string> scopeParts(const std::string& scope) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= scope.size() && !scope.empty()) {
+    size_t dot = scope.find('.', start);
+    std::string part = scope.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
+    if (numeric && !parts.empty())
+      parts.back() += "." + part;
+    else if (!part.empty())
+      parts.push_back(part);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+int axisIndex(const Mesh& mesh, const char* name) {
+  for (size_t i = 0; i < mesh.axes.size(); ++i)
+    if (mesh.axes[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool coordValid(const Plan& plan, const Device& d) { return d.coord.size() == plan.mesh.axes.size(); }
+
+QString boxString(const Box& box) {
+  QStringList parts;
+  for (auto [a, b] : box.ranges) parts << QStringLiteral("%1:%2").arg(a).arg(b);
+  return parts.isEmpty() ? QStringLiteral("whole") : "[" + parts.join(", ") + "]";
+}
+
+QString typeString(const Value& v) {
+  return QString::fromStdString(shapeString(v.type.shape)) + " " + dtypeName(v.type.dtype);
+}
+
+}  // namespace
+
+int GraphModel::addNode(HierarchyNode n) {
+  nodes_.push_back(std::move(n));
+  int id = static_cast<int>(nodes_.size()) - 1;
+  if (nodes_[id].parent >= 0) nodes_[nodes_[id].parent].children.push_back(id);
+  return id;
+}
+
+int GraphModel::scopeGroup(int parent, const std::string& scope,
+                           std::unordered_map<std::string, int>& cache) {
+  int group = parent;
+  std::string path;
+  for (const std::string& part : scopeParts(scope)) {
+    path += (path.empty() ? "" : ".") + part;
+    auto it = cache.find(path);
+    if (it != cache.end()) {
+      group = it->second;
+      continue;
+    }
+    HierarchyNode n;
+    n.kind = HierarchyNode::Kind::Scope;
+    n.label = QString::fromStdString(part);
+    n.parent = group;
+    group = addNode(std::move(n));
+    cache.emplace(path, group);
+  }
+  return group;
+}
+
+void GraphModel::addGraph(int parent, int device, const Graph& g) {
+  auto& opEl = opElements_[device + 1];
+  auto& inEl = inputElements_[device + 1];
+  opEl.assign(g.ops.size(), -1);
+  inEl.assign(g.values.size(), -1);
+  // Scope lookups are linear in the number of groups of this graph; a map keeps big graphs fast.
+  std::unordered_map<std::string, int> groupOfScope;
+  std::unordered_map<std::string, int> cache;
+  auto groupFor = [&](const std::string& scope) {
+    auto it = groupOfScope.find(scope);
+    if (it != groupOfScope.end()) return it->second;
+    int grp = scopeGroup(parent, scope, cache);
+    groupOfScope.emplace(scope, grp);
+    return grp;
+  };
+  auto addLeaf = [&](int group, Element e, const QString& label, const QString& detail) {
+    elements_.push_back(e);
+    int el = static_cast<int>(elements_.size()) - 1;
+    HierarchyNode n;
+    n.kind = HierarchyNode::Kind::Leaf;
+    n.label = label;
+    n.detail = detail;
+    n.parent = group;
+    n.element = el;
+    leafOfElement_.push_back(addNode(std::move(n)));
+    return el;
+  };
+  // An input is shown next to its first consumer, so weights sit inside the layer that uses them.
+  for (size_t o = 0; o < g.ops.size(); ++o) {
+    const Op& op = g.ops[o];
+    int group = groupFor(op.scope);
+    for (ValueId v : op.inputs) {
+      if (v < 0 || v >= static_cast<int>(g.values.size())) continue;
+      if (g.values[v].producer == kNone && inEl[v] < 0)
+        inEl[v] = addLeaf(group, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
+                          QString::fromStdString(shapeString(g.values[v].type.shape)));
+    }
+    opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)}, QString::fromStdString(op.id),
+                      QString::fromStdString(op.kind));
+    for (ValueId v : op.inputs) {
+      if (v < 0 || v >= static_cast<int>(g.values.size())) continue;
+      int producer = g.values[v].producer;
+      int src = producer == kNone ? inEl[v] : opEl[producer];
+      if (src >= 0) elementEdges_.emplace_back(src, opEl[o]);
+    }
+  }
+  for (ValueId v : g.inputs)
+    if (inEl[v] < 0)
+      inEl[v] = addLeaf(parent, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
+                        QString::fromStdString(shapeString(g.values[v].type.shape)));
+}
+
+GraphModel GraphModel::logical(const Plan& plan) {
+  GraphModel m;
+  m.plan_ = &plan;
+  m.opElements_.resize(plan.devices.size() + 1);
+  m.inputElements_.resize(plan.devices.size() + 1);
+  m.representative_.assign(plan.devices.size(), kNone);
+  HierarchyNode root;
+  root.kind = HierarchyNode::Kind::Root;
+  root.label = QString::fromStdString(plan.name.empty() ? "model" : plan.name);
+  root.expanded = true;
+  m.addNode(std::move(root));
+  m.addGraph(0, kNone, plan.logical);
+  m.finish();
+  return m;
+}
+
+GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
+  GraphModel m;
+  m.plan_ = &plan;
+  m.parallel_ = true;
+  m.opElements_.resize(plan.devices.size() + 1);
+  m.inputElements_.resize(plan.devices.size() + 1);
+  m.representative_.assign(plan.devices.size(), kNone);
+  HierarchyNode root;
+  root.kind = HierarchyNode::Kind::Root;
+  root.label = QStringLiteral("devices");
+  root.expanded = true;
+  m.addNode(std::move(root));
+
+  const int dpAxis = axisIndex(plan.mesh, "dp");
+  const int ppAxis = axisIndex(plan.mesh, "pp");
+  // Which devices are shown, and which shown device stands for each folded data-parallel replica.
+  std::map<std::vector<int64_t>, int> repOfKey;
+  std::vector<int> reps;
+  for (size_t i = 0; i < plan.devices.size(); ++i) {
+    const Device& d = plan.devices[i];
+    bool valid = coordValid(plan, d);
+    if (sel.mode == ParallelSelection::Mode::Device) {
+      if (d.rank != sel.value) continue;
+      m.representative_[i] = static_cast<int>(i);
+      reps.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (sel.mode == ParallelSelection::Mode::PipelineStage && ppAxis >= 0 && valid && d.coord[ppAxis] != sel.value)
+      continue;
+    std::vector<int64_t> key = valid ? d.coord : std::vector<int64_t>{d.rank};
+    if (valid && dpAxis >= 0) key[dpAxis] = 0;
+    if (!valid) key.push_back(-1);  // never folds with a valid coordinate
+    auto [it, fresh] = repOfKey.emplace(key, static_cast<int>(i));
+    if (fresh) reps.push_back(static_cast<int>(i));
+    m.representative_[i] = it->second;
+  }
+  std::map<int, int> replicas;
+  for (size_t i = 0; i < plan.devices.size(); ++i)
+    if (m.representative_[i] != kNone) ++replicas[m.representative_[i]];
+
+  // Mesh groups: one level per non-data-parallel axis with more than one coordinate.
+  std::vector<int> levels;
+  if (sel.mode != ParallelSelection::Mode::Device)
+    for (size_t a = 0; a < plan.mesh.axes.size(); ++a) {
+      if (static_cast<int>(a) == dpAxis || plan.mesh.shape.size() <= a || plan.mesh.shape[a] <= 1) continue;
+      if (sel.mode == ParallelSelection::Mode::PipelineStage && static_cast<int>(a) == ppAxis) continue;
+      levels.push_back(static_cast<int>(a));
+    }
+  if (levels.size() > 0 && reps.size() <= kMaxChildren) levels.clear();  // few devices: a flat list reads best
+  std::map<std::vector<int64_t>, int> meshGroups;
+  for (int di : reps) {
+    const Device& d = plan.devices[di];
+    int parent = 0;
+    std::vector<int64_t> prefix;
+    if (coordValid(plan, d))
+      for (int a : levels) {
+        prefix.push_back(d.coord[a]);
+        auto it = meshGroups.find(prefix);
+        if (it == meshGroups.end()) {
+          HierarchyNode n;
+          n.kind = HierarchyNode::Kind::Mesh;
+          n.label = QStringLiteral("%1 %2").arg(QString::fromStdString(plan.mesh.axes[a])).arg(d.coord[a]);
+          n.parent = parent;
+          it = meshGroups.emplace(prefix, m.addNode(std::move(n))).first;
+        }
+        parent = it->second;
+      }
+    HierarchyNode n;
+    n.kind = HierarchyNode::Kind::Device;
+    n.label = QStringLiteral("rank %1").arg(d.rank);
+    QStringList coord;
+    if (coordValid(plan, d))
+      for (size_t a = 0; a < d.coord.size(); ++a)
+        coord << QStringLiteral("%1=%2").arg(QString::fromStdString(plan.mesh.axes[a])).arg(d.coord[a]);
+    n.replicas = replicas[di];
+    n.detail = coord.join(' ');
+    if (n.replicas > 1) n.label += QStringLiteral("  \u00d7%1 dp").arg(n.replicas);
+    n.parent = parent;
+    m.shownDevices_.push_back(di);
+    m.addGraph(m.addNode(std::move(n)), di, d.graph);
+  }
+
+  // Point-to-point transfers between shown devices are drawn as edges.
+  std::map<std::string, std::pair<int, int>> p2p;  // instance -> (send element, recv element)
+  for (int di : reps) {
+    const Graph& g = plan.devices[di].graph;
+    for (size_t o = 0; o < g.ops.size(); ++o) {
+      const Op& op = g.ops[o];
+      if (!isP2P(op.kind) || !op.attrs.contains("instance") || !op.attrs["instance"].is_string()) continue;
+      auto& pair = p2p[op.attrs["instance"].get<std::string>()];
+      (op.kind == "send" ? pair.first : pair.second) = m.opElements_[di + 1][o] + 1;
+    }
+  }
+  for (auto& [inst, pair] : p2p)
+    if (pair.first > 0 && pair.second > 0) m.elementEdges_.emplace_back(pair.first - 1, pair.second - 1);
+  m.finish();
+  return m;
+}
+
+void GraphModel::finish() {
+  // A scope group holding a single leaf adds nothing: put the leaf in the group's place.
+  for (int g = static_cast<int>(nodes_.size()) - 1; g > 0; --g) {
+    HierarchyNode& n = nodes_[g];
+    if (n.kind != HierarchyNode::Kind::Scope || n.children.size() != 1) continue;
+    int child = n.children[0];
+    if (nodes_[child].isGroup()) continue;
+    auto& siblings = nodes_[n.parent].children;
+    *std::find(siblings.begin(), siblings.end(), g) = child;
+    nodes_[child].parent = n.parent;
+    n.children.clear();
+    n.parent = -2;  // detached
+  }
+  for (int g = 0, count = size(); g < count; ++g)
+    if (nodes_[g].isGroup() && nodes_[g].parent != -2) split(g);
+  countLeaves(0);
+}
+
+void GraphModel::split(int group) {
+  while (nodes_[group].children.size() > static_cast<size_t>(kMaxChildren)) {
+    std::vector<int> children = std::move(nodes_[group].children);
+    nodes_[group].children.clear();
+    for (size_t start = 0; start < children.size(); start += kMaxChildren) {
+      size_t end = std::min(children.size(), start + kMaxChildren);
+      HierarchyNode n;
+      n.kind = HierarchyNode::Kind::Split;
+      n.label = nodes_[children[start]].label + QStringLiteral(" \u2026 ") + nodes_[children[end - 1]].label;
+      n.parent = group;
+      int chunk = addNode(std::move(n));
+      for (size_t c = start; c < end; ++c) {
+        nodes_[chunk].children.push_back(children[c]);
+        nodes_[children[c]].parent = chunk;
+      }
+    }
+  }
+}
+
+int GraphModel::countLeaves(int node) {
+  HierarchyNode& n = nodes_[node];
+  if (!n.isGroup()) return n.leafCount = 1;
+  int total = 0;
+  for (int c : n.children) total += countLeaves(c);
+  nodes_[node].leafCount = total;
+  if (nodes_[node].kind != HierarchyNode::Kind::Leaf && nodes_[node].kind != HierarchyNode::Kind::Device)
+    nodes_[node].detail = QStringLiteral("%1 nodes").arg(total);
+  return total;
+}
+
+int GraphModel::elementOfOp(int device, const std::string& opId) const {
+  if (device == kNone) {
+    OpId op = plan_->logical.findOp(opId);
+    return op == kNone ? -1 : elementOfOp(device, op);
+  }
+  if (device < 0 || device >= static_cast<int>(representative_.size())) return -1;
+  int rep = representative_[device];
+  if (rep == kNone) return -1;
+  OpId op = plan_->devices[rep].graph.findOp(opId);
+  return op == kNone ? -1 : elementOfOp(rep, op);
+}
+
+int GraphModel::elementOfOp(int device, OpId op) const {
+  if (device != kNone) {
+    if (device < 0 || device >= static_cast<int>(representative_.size())) return -1;
+    device = representative_[device];
+    if (device == kNone) return -1;
+  }
+  const auto& v = opElements_[device + 1];
+  return op >= 0 && op < static_cast<int>(v.size()) ? v[op] : -1;
+}
+
+int GraphModel::elementOfInput(int device, ValueId value) const {
+  if (device != kNone) {
+    if (device < 0 || device >= static_cast<int>(representative_.size())) return -1;
+    device = representative_[device];
+    if (device == kNone) return -1;
+  }
+  const auto& v = inputElements_[device + 1];
+  return value >= 0 && value < static_cast<int>(v.size()) ? v[value] : -1;
+}
+
+int GraphModel::representative(int device) const {
+  return device >= 0 && device < static_cast<int>(representative_.size()) ? representative_[device] : kNone;
+}
+
+void GraphModel::setExpanded(int node, bool expanded) {
+  if (node <= 0 || node >= size() || !nodes_[node].isGroup()) return;
+  nodes_[node].expanded = expanded;
+}
+
+void GraphModel::expandAll() {
+  for (auto& n : nodes_)
+    if (n.isGroup()) n.expanded = true;
+}
+
+void GraphModel::collapseAll() {
+  for (size_t i = 1; i < nodes_.size(); ++i) nodes_[i].expanded = false;
+}
+
+void GraphModel::reveal(int node) {
+  for (int p = nodes_[node].parent; p > 0; p = nodes_[p].parent) nodes_[p].expanded = true;
+}
+
+void GraphModel::autoExpand(int budget) {
+  int count = visibleNodeCount();
+  std::deque<int> queue(nodes_[0].children.begin(), nodes_[0].children.end());
+  while (!queue.empty()) {
+    int g = queue.front();
+    queue.pop_front();
+    const HierarchyNode& n = nodes_[g];
+    if (!n.isGroup()) continue;
+    int grow = static_cast<int>(n.children.size()) - 1;
+    if (count + grow > budget) continue;
+    nodes_[g].expanded = true;
+    count += grow;
+    queue.insert(queue.end(), n.children.begin(), n.children.end());
+  }
+}
+
+int GraphModel::visibleNodeOf(int node) const {
+  int shown = node;
+  for (int p = nodes_[node].parent; p > 0; p = nodes_[p].parent)
+    if (!nodes_[p].expanded) shown = p;
+  return shown;
+}
+
+VisibleGraph GraphModel::visible() const {
+  VisibleGraph vg;
+  std::vector<int> rep(nodes_.size(), -1);
+  std::vector<std::pair<int, int>> stack{{0, -1}};  // node, collapsed ancestor standing for it
+  while (!stack.empty()) {
+    auto [n, shownAs] = stack.back();
+    stack.pop_back();
+    const HierarchyNode& hn = nodes_[n];
+    if (shownAs < 0) {
+      if (n != 0 && (!hn.isGroup() || !hn.expanded)) {
+        vg.nodes.push_back(n);
+        shownAs = n;
+      } else if (n != 0) {
+        vg.clusters.push_back(n);
+      }
+    }
+    rep[n] = shownAs;
+    for (auto it = hn.children.rbegin(); it != hn.children.rend(); ++it) stack.emplace_back(*it, shownAs);
+  }
+  std::unordered_map<uint64_t, size_t> edgeIndex;
+  for (auto [a, b] : elementEdges_) {
+    int ra = rep[leafOfElement_[a]], rb = rep[leafOfElement_[b]];
+    if (ra == rb || ra < 0 || rb < 0) continue;
+    uint64_t key = (uint64_t(uint32_t(ra)) << 32) | uint32_t(rb);
+    auto [it, fresh] = edgeIndex.emplace(key, vg.edges.size());
+    if (fresh)
+      vg.edges.push_back({ra, rb, 1});
+    else
+      ++vg.edges[it->second].count;
+  }
+  return vg;
+}
+
+int GraphModel::visibleNodeCount() const {
+  int count = 0;
+  std::vector<int> stack(nodes_[0].children.begin(), nodes_[0].children.end());
+  while (!stack.empty()) {
+    int n = stack.back();
+    stack.pop_back();
+    if (nodes_[n].isGroup() && nodes_[n].expanded)
+      stack.insert(stack.end(), nodes_[n].children.begin(), nodes_[n].children.end());
+    else
+      ++count;
+  }
+  return count;
+}
+
+std::vector<int> GraphModel::elementsUnder(int node) const {
+  std::vector<int> out;
+  std::vector<int> stack{node};
+  while (!stack.empty()) {
+    int n = stack.back();
+    stack.pop_back();
+    if (nodes_[n].element >= 0) out.push_back(nodes_[n].element);
+    stack.insert(stack.end(), nodes_[n].children.begin(), nodes_[n].children.end());
+  }
+  return out;
+}
+
+const Graph& GraphModel::graphOf(const Element& e) const {
+  return e.device == kNone ? plan_->logical : plan_->devices[e.device].graph;
+}
+
+QString GraphModel::elementName(int element) const {
+  const Element& e = elements_[element];
+  const Graph& g = graphOf(e);
+  return QString::fromStdString(e.kind == Element::Kind::Op ? g.ops[e.index].id : g.values[e.index].name);
+}
+
+std::vector<int> GraphModel::find(const QString& text) const {
+  const std::string needle = text.trimmed().toLower().toStdString();
+  if (needle.empty()) return {};
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    return s;
+  };
+  std::vector<std::pair<int, int>> scored;  // (rank, leaf)
+  for (size_t el = 0; el < elements_.size(); ++el) {
+    const Element& e = elements_[el];
+    const Graph& g = graphOf(e);
+    std::vector<std::string> names;
+    if (e.kind == Element::Kind::Op) {
+      const Op& op = g.ops[e.index];
+      names = {op.id, op.kind, op.scope};
+      for (ValueId v : op.outputs) names.push_back(g.values[v].name);
+    } else {
+      names = {g.values[e.index].name};
+    }
+    int best = 3;
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::string name = lower(names[i]);
+      if (name == needle)
+        best = std::min(best, i == 0 ? 0 : 1);
+      else if (name.find(needle) != std::string::npos)
+        best = std::min(best, 2);
+    }
+    if (best < 3) scored.emplace_back(best, leafOfElement_[el]);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<int> out;
+  for (auto& s : scored) out.push_back(s.second);
+  return out;
+}
+
+QString GraphModel::tooltip(int node) const {
+  const HierarchyNode& n = nodes_[node];
+  if (n.isGroup()) {
+    QString t = QStringLiteral("<b>%1</b><br>%2 nodes").arg(n.label.toHtmlEscaped()).arg(n.leafCount);
+    if (!n.detail.isEmpty() && n.kind == HierarchyNode::Kind::Device) t += "<br>" + n.detail;
+    if (n.replicas > 1) t += QStringLiteral("<br>stands for %1 data-parallel replicas").arg(n.replicas);
+    return t + QStringLiteral("<br><i>double-click to %1</i>").arg(n.expanded ? "collapse" : "expand");
+  }
+  const Element& e = elements_[n.element];
+  const Graph& g = graphOf(e);
+  const Device* dev = e.device == kNone ? nullptr : &plan_->devices[e.device];
+  auto lineage = [&](ValueId v) -> QString {
+    if (!dev) return {};
+    auto it = dev->lineage.find(v);
+    if (it == dev->lineage.end()) return {};
+    const Lineage& l = it->second;
+    QString s = QStringLiteral(" &rarr; %1 %2").arg(QString::fromStdString(l.tensor), boxString(l.box));
+    if (l.parts > 1) s += QStringLiteral(" part %1/%2").arg(l.part + 1).arg(l.parts);
+    return s;
+  };
+  QString where = dev ? QStringLiteral("rank %1").arg(dev->rank) : QStringLiteral("logical");
+  if (e.kind == Element::Kind::Input) {
+    const Value& v = g.values[e.index];
+    return QStringLiteral("<b>%1</b> (input, %2)<br>%3%4")
+        .arg(QString::fromStdString(v.name).toHtmlEscaped(), where, typeString(v), lineage(e.index));
+  }
+  const Op& op = g.ops[e.index];
+  QString t = QStringLiteral("<b>%1</b> <i>%2</i> (%3)")
+                  .arg(QString::fromStdString(op.id).toHtmlEscaped(), QString::fromStdString(op.kind), where);
+  if (!op.scope.empty()) t += "<br>scope " + QString::fromStdString(op.scope).toHtmlEscaped();
+  if (!op.origin.empty()) t += "<br>origin " + QString::fromStdString(op.origin).toHtmlEscaped();
+  for (ValueId v : op.inputs)
+    t += QStringLiteral("<br>in&nbsp; %1: %2%3")
+             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]), lineage(v));
+  for (ValueId v : op.outputs)
+    t += QStringLiteral("<br>out %1: %2%3")
+             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]), lineage(v));
+  if (!op.attrs.empty()) t += "<br>attrs " + QString::fromStdString(op.attrs.dump()).toHtmlEscaped().left(300);
+  return t;
+}
+
+}  // namespace paraproof::ui

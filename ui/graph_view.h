@@ -1,0 +1,99 @@
+// One side of the inspector: a GraphModel drawn from the layout thread's results, with stage colours,
+// selection, lineage highlights, collapse/expand, zoom and pan.
+#pragma once
+
+#include <QGraphicsView>
+#include <QPointer>
+#include <memory>
+#include <unordered_map>
+
+#include "ui/graph_model.h"
+#include "ui/layout_types.h"
+#include "ui/stage_state.h"
+
+namespace paraproof::ui {
+
+class LayoutWorker;
+class NodeItem;
+class ClusterItem;
+class EdgeItem;
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+ public:
+  GraphView(LayoutWorker* worker, QWidget* parent = nullptr);
+  ~GraphView() override;
+
+  // Takes a new model (or none); lays out its visible level.
+  void setModel(std::shared_ptr<GraphModel> model);
+  GraphModel* model() const { return model_.get(); }
+  void setPlaceholder(const QString& text);
+
+  // Per element of the model; nodes and frames show the loudest state below them.
+  void setElementStates(std::vector<StageState> states);
+  StageState nodeState(int node) const;  // of a visible node or frame
+
+  // Programmatic selection (not echoed by elementsSelected): the visible nodes standing for the elements.
+  void selectElements(const std::vector<int>& elements, bool center = true);
+  // Lineage counterparts of the other view's selection.
+  void setLinkedElements(const std::vector<int>& elements, bool center = true);
+  std::vector<int> selectedNodes() const;
+  std::vector<int> linkedNodes() const;
+  // Expands what is needed to show the leaf, selects it and centres on it once laid out.
+  void focusNode(int node);
+
+  void toggle(int node);  // expand a collapsed group / collapse an expanded one
+  void expandAll();
+  void collapseAll();
+  void relayout(int anchorNode = -1);
+  bool layoutPending() const { return pending_; }
+  double lastLayoutMilliseconds() const { return lastLayoutMs_; }
+  int visibleNodeCount() const { return model_ ? model_->visibleNodeCount() : 0; }
+  bool isNodeInViewport(int node) const;
+  QRectF nodeSceneRect(int node) const;  // empty when the node is not drawn
+
+ public slots:
+  void zoomIn();
+  void zoomOut();
+  void fitAll();
+
+ signals:
+  void elementsSelected(const std::vector<int>& elements);  // by the user
+  void layoutFinished();
+  void statusMessage(const QString& text);
+
+ protected:
+  void wheelEvent(QWheelEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
+  void drawBackground(QPainter* painter, const QRectF& rect) override;
+
+ private:
+  void onLayout(const LayoutResult& result);
+  void applyStates();
+  void applyLinks(bool center);
+  void applySelection(bool center);
+  void onSceneSelectionChanged();
+  void centerOnNodes(const std::vector<int>& nodes);
+  std::vector<int> visibleNodesFor(const std::vector<int>& elements) const;
+  void scaleBy(double factor);
+
+  LayoutWorker* worker_;
+  std::shared_ptr<GraphModel> model_;
+  std::shared_ptr<std::atomic<uint64_t>> latestJob_ = std::make_shared<std::atomic<uint64_t>>(0);
+  bool pending_ = false;
+  bool fitOnNextLayout_ = true;
+  int anchorNode_ = -1;
+  bool programmatic_ = false;
+  double lastLayoutMs_ = 0;
+  QString placeholder_;
+
+  std::vector<StageState> elementStates_;
+  std::vector<int> selectedElements_, linkedElements_;
+  bool centerOnSelection_ = false, centerOnLinks_ = false;
+  std::unordered_map<int, NodeItem*> nodeItems_;
+  std::unordered_map<int, ClusterItem*> clusterItems_;
+  std::vector<std::pair<EdgeItem*, std::pair<int, int>>> edgeItems_;
+};
+
+}  // namespace paraproof::ui

@@ -1,0 +1,794 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPainter>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QShortcut>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QSvgGenerator>
+#include <QTableView>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <set>
+
+#include "core/parallel/bugs.h"
+#include "core/plan/json_io.h"
+#include "ui/counterexample_panel.h"
+#include "ui/graph_view.h"
+#include "ui/layout_worker.h"
+#include "ui/legend_widget.h"
+#include "ui/settings_dialog.h"
+#include "ui/stage_table.h"
+#include "ui/verification_controller.h"
+#include "ui/zoo_dialog.h"
+
+// Resources of a static library must be registered explicitly (outside any namespace).
+static void initInspectorResources() { Q_INIT_RESOURCE(paraproof); }
+
+namespace paraproof::ui {
+namespace {
+
+constexpr int kOverviewBudget = 60;  // visible nodes per view after opening a plan
+
+QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) {
+  auto* panel = new QWidget(parent);
+  auto* v = new QVBoxLayout(panel);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(0);
+  auto* bar = new QWidget(panel);
+  bar->setObjectName("viewHeader");
+  bar->setStyleSheet("#viewHeader { background: #eceff1; border-bottom: 1px solid #cfd8dc; }");
+  auto* h = new QHBoxLayout(bar);
+  h->setContentsMargins(10, 4, 6, 4);
+  h->addWidget(header, 1);
+  if (extra) h->addWidget(extra);
+  v->addWidget(bar);
+  v->addWidget(body, 1);
+  return panel;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  initInspectorResources();
+  setWindowIcon(QIcon(":/icons/paraproof.svg"));
+  setAcceptDrops(true);
+  setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+  worker_ = new LayoutWorker;
+  controller_ = new VerificationController(this);
+  options_ = loadVerifyOptions();
+  stageModel_ = new StageTableModel(this);
+  buildCentral();
+  buildDocks();
+  buildActions();
+  buildStatusBar();
+
+  connect(controller_, &VerificationController::stagesPlanned, this, &MainWindow::onStagesPlanned);
+  connect(controller_, &VerificationController::stageStarted, this, [this](int stage) {
+    stageModel_->markRunning(stage);
+    scheduleStatePush();
+  });
+  connect(controller_, &VerificationController::stageFinished, this, &MainWindow::onStageFinished);
+  connect(controller_, &VerificationController::finished, this, &MainWindow::onFinished);
+  stateTimer_.setSingleShot(true);
+  stateTimer_.setInterval(60);  // coalesces bursts of stage events into one repaint
+  connect(&stateTimer_, &QTimer::timeout, this, &MainWindow::pushStates);
+  clockTimer_.setInterval(250);
+  connect(&clockTimer_, &QTimer::timeout, this, &MainWindow::updateProgress);
+
+  resize(1500, 940);
+  QSettings s;
+  restoreGeometry(s.value("window/geometry").toByteArray());
+  restoreState(s.value("window/state").toByteArray());
+  updateTitle();
+  statusBar()->showMessage(tr("Open a plan with Ctrl+O or drop a plan file on the window"));
+}
+
+MainWindow::~MainWindow() {
+  delete controller_;  // joins a running verification before the views go away
+  controller_ = nullptr;
+  delete logicalView_;
+  delete parallelView_;
+  logicalView_ = parallelView_ = nullptr;
+  delete worker_;
+}
+
+void MainWindow::buildCentral() {
+  logicalView_ = new GraphView(worker_, this);
+  parallelView_ = new GraphView(worker_, this);
+  logicalView_->setPlaceholder(tr("Open a plan (Ctrl+O) or drop a plan file here"));
+  parallelView_->setPlaceholder(tr("Device programs appear here"));
+  logicalHeader_ = new QLabel(tr("<b>Logical</b>"), this);
+  parallelHeader_ = new QLabel(tr("<b>Parallel</b>"), this);
+
+  auto* choose = new QWidget(this);
+  auto* h = new QHBoxLayout(choose);
+  h->setContentsMargins(0, 0, 0, 0);
+  parallelMode_ = new QComboBox(choose);
+  parallelMode_->addItem(tr("All devices"), static_cast<int>(ParallelSelection::Mode::AllDevices));
+  parallelMode_->addItem(tr("Pipeline stage"), static_cast<int>(ParallelSelection::Mode::PipelineStage));
+  parallelMode_->addItem(tr("One device"), static_cast<int>(ParallelSelection::Mode::Device));
+  parallelMode_->setToolTip(tr("Which devices the parallel view shows (data-parallel replicas are folded)"));
+  parallelValue_ = new QComboBox(choose);
+  parallelValue_->setMinimumContentsLength(8);
+  parallelValue_->setVisible(false);
+  h->addWidget(parallelMode_);
+  h->addWidget(parallelValue_);
+  connect(parallelMode_, &QComboBox::currentIndexChanged, this, [this] {
+    refreshParallelChoices();
+    rebuildParallelModel();
+  });
+  connect(parallelValue_, &QComboBox::activated, this, [this] { rebuildParallelModel(); });
+
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+  splitter->addWidget(titled(logicalHeader_, nullptr, logicalView_, splitter));
+  splitter->addWidget(titled(parallelHeader_, choose, parallelView_, splitter));
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 1);
+  splitter->setHandleWidth(3);
+  splitter_ = splitter;
+  setCentralWidget(splitter);
+
+  connect(logicalView_, &GraphView::elementsSelected, this, &MainWindow::onLogicalSelection);
+  connect(parallelView_, &GraphView::elementsSelected, this, &MainWindow::onParallelSelection);
+  for (GraphView* v : {logicalView_, parallelView_}) {
+    connect(v, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 4000); });
+    connect(v, &GraphView::elementsSelected, this, [this, v] { lastActiveView_ = v; });
+  }
+}
+
+void MainWindow::buildDocks() {
+  auto* stageDock = new QDockWidget(tr("Stages"), this);
+  stageDock->setObjectName("stagesDock");
+  auto* stagePanel = new QWidget(stageDock);
+  auto* v = new QVBoxLayout(stagePanel);
+  v->setContentsMargins(4, 4, 4, 4);
+  auto* filterRow = new QHBoxLayout;
+  stageFilter_ = new QLineEdit(stagePanel);
+  stageFilter_->setPlaceholderText(tr("Filter stages by scope, kind, device, note\u2026"));
+  stageFilter_->setClearButtonEnabled(true);
+  stateFilter_ = new QComboBox(stagePanel);
+  stateFilter_->addItem(tr("All states"), -1);
+  for (StageState s : {StageState::Failed, StageState::Inconclusive, StageState::Verified, StageState::Running,
+                       StageState::Pending})
+    stateFilter_->addItem(stateName(s), static_cast<int>(s));
+  filterRow->addWidget(stageFilter_, 1);
+  filterRow->addWidget(stateFilter_);
+  v->addLayout(filterRow);
+  stageProxy_ = new StageFilterProxy(this);
+  stageProxy_->setSourceModel(stageModel_);
+  stageProxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  stageProxy_->setFilterKeyColumn(-1);
+  stageProxy_->setSortRole(Qt::UserRole);
+  stageTable_ = new QTableView(stagePanel);
+  stageTable_->setModel(stageProxy_);
+  stageTable_->setSortingEnabled(true);
+  stageTable_->sortByColumn(StageTableModel::Id, Qt::AscendingOrder);
+  stageTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  stageTable_->setSelectionMode(QAbstractItemView::SingleSelection);
+  stageTable_->setAlternatingRowColors(true);
+  stageTable_->verticalHeader()->hide();
+  stageTable_->verticalHeader()->setDefaultSectionSize(22);
+  stageTable_->horizontalHeader()->setStretchLastSection(true);
+  stageTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  for (auto [col, w] : {std::pair{StageTableModel::Id, 56}, {StageTableModel::Status, 110},
+                        {StageTableModel::Kind, 110}, {StageTableModel::Scope, 220},
+                        {StageTableModel::Devices, 90}, {StageTableModel::Ops, 70}, {StageTableModel::Time, 70},
+                        {StageTableModel::Engine, 70}})
+    stageTable_->setColumnWidth(col, w);
+  v->addWidget(stageTable_);
+  stageDock->setWidget(stagePanel);
+  connect(stageFilter_, &QLineEdit::textChanged, stageProxy_, &QSortFilterProxyModel::setFilterFixedString);
+  connect(stateFilter_, &QComboBox::currentIndexChanged, this, [this] {
+    int s = stateFilter_->currentData().toInt();
+    stageProxy_->setStateFilter(s < 0 ? std::nullopt : std::optional(static_cast<StageState>(s)));
+  });
+  connect(stageTable_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          &MainWindow::onStageRowChanged);
+
+  auto* cexDock = new QDockWidget(tr("Counterexample"), this);
+  cexDock->setObjectName("counterexampleDock");
+  cexPanel_ = new CounterexamplePanel(cexDock);
+  cexDock->setWidget(cexPanel_);
+  addDockWidget(Qt::BottomDockWidgetArea, stageDock);
+  addDockWidget(Qt::BottomDockWidgetArea, cexDock);
+  splitDockWidget(stageDock, cexDock, Qt::Horizontal);
+  resizeDocks({stageDock, cexDock}, {820, 640}, Qt::Horizontal);
+  resizeDocks({stageDock}, {300}, Qt::Vertical);
+}
+
+void MainWindow::buildActions() {
+  auto icon = [](const char* name) { return QIcon(QStringLiteral(":/icons/%1.svg").arg(name)); };
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(icon("open"), tr("&Open Plan\u2026"), this, &MainWindow::openDialog);
+  open->setShortcut(QKeySequence::Open);
+  QAction* zoo = file->addAction(icon("zoo"), tr("&New Plan from Model Zoo\u2026"), this, &MainWindow::openZooDialog);
+  zoo->setShortcut(QKeySequence::New);
+  open->setIconText(tr("Open"));
+  zoo->setIconText(tr("Model Zoo"));
+  file->addSeparator();
+  QAction* exportViewAction = file->addAction(icon("export"), tr("Export &View as PNG/SVG\u2026"), this,
+                                              &MainWindow::exportView);
+  exportViewAction->setShortcut(QKeySequence(tr("Ctrl+E")));
+  QAction* exportReportAction =
+      file->addAction(tr("Export &Report as JSON\u2026"), this, &MainWindow::exportReport);
+  exportReportAction->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  auto both = [this](void (GraphView::*f)()) {
+    return [this, f] { (activeView()->*f)(); };
+  };
+  QAction* fit = view->addAction(icon("fit"), tr("&Fit to Window"), this, both(&GraphView::fitAll));
+  fit->setShortcut(QKeySequence(tr("Ctrl+0")));
+  QAction* zin = view->addAction(icon("zoom-in"), tr("Zoom &In"), this, both(&GraphView::zoomIn));
+  zin->setShortcuts({QKeySequence::ZoomIn, QKeySequence(tr("Ctrl+="))});
+  QAction* zout = view->addAction(icon("zoom-out"), tr("Zoom &Out"), this, both(&GraphView::zoomOut));
+  zout->setShortcut(QKeySequence::ZoomOut);
+  view->addSeparator();
+  QAction* expand = view->addAction(icon("expand"), tr("&Expand All"), this, both(&GraphView::expandAll));
+  expand->setShortcut(QKeySequence(tr("Ctrl+Shift+Down")));
+  QAction* collapse = view->addAction(icon("collapse"), tr("&Collapse All"), this, both(&GraphView::collapseAll));
+  collapse->setShortcut(QKeySequence(tr("Ctrl+Shift+Up")));
+  view->addSeparator();
+  QAction* find = view->addAction(icon("search"), tr("&Find\u2026"), this, [this] {
+    searchBox_->setFocus();
+    searchBox_->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
+  QAction* findNext = view->addAction(tr("Find &Next"), this, [this] { search(searchBox_->text()); });
+  findNext->setShortcut(QKeySequence::FindNext);
+  view->addSeparator();
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+
+  QMenu* verifyMenu = menuBar()->addMenu(tr("&Verify"));
+  runAction_ = verifyMenu->addAction(icon("run"), tr("&Run Verification"), this, &MainWindow::runVerification);
+  runAction_->setShortcuts({QKeySequence(tr("F5")), QKeySequence(tr("Ctrl+R"))});
+  runAction_->setEnabled(false);
+  cancelAction_ = verifyMenu->addAction(icon("stop"), tr("&Cancel"), this, &MainWindow::cancelVerification);
+  cancelAction_->setShortcut(QKeySequence(tr("Shift+F5")));
+  cancelAction_->setEnabled(false);
+  verifyMenu->addSeparator();
+  QAction* nextFailure = verifyMenu->addAction(tr("Go to First &Failure"), this, [this] {
+    if (int i = firstFailingStage(); i >= 0) selectStage(i);
+  });
+  nextFailure->setShortcut(QKeySequence(tr("Ctrl+J")));
+  verifyMenu->addSeparator();
+  verifyMenu->addAction(icon("settings"), tr("&Settings\u2026"), this, &MainWindow::showSettings);
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About ParaProof Inspector"), this, &MainWindow::showAbout);
+  help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName("mainToolbar");
+  bar->setMovable(false);
+  bar->setIconSize(QSize(20, 20));
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  bar->addAction(open);
+  bar->addAction(zoo);
+  bar->addSeparator();
+  runAction_->setIconText(tr("Run"));
+  bar->addAction(runAction_);
+  cancelAction_->setPriority(QAction::LowPriority);
+  bar->addAction(cancelAction_);
+  bar->addSeparator();
+  for (QAction* a : {fit, zin, zout, expand, collapse}) {
+    bar->addAction(a);
+  }
+  for (QAction* a : {fit, zin, zout, expand, collapse}) a->setPriority(QAction::LowPriority);
+  bar->addSeparator();
+  searchBox_ = new QLineEdit(bar);
+  searchBox_->setPlaceholderText(tr("Find op, tensor or scope (Ctrl+F)"));
+  searchBox_->setClearButtonEnabled(true);
+  searchBox_->addAction(icon("search"), QLineEdit::LeadingPosition);
+  searchBox_->setFixedWidth(260);
+  connect(searchBox_, &QLineEdit::returnPressed, this, [this] { search(searchBox_->text()); });
+  bar->addWidget(searchBox_);
+  auto* spacer = new QWidget(bar);
+  spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+  bar->addWidget(spacer);
+  bar->addWidget(new LegendWidget(bar));
+}
+
+void MainWindow::buildStatusBar() {
+  verdictLabel_ = new QLabel(this);
+  verdictLabel_->setTextFormat(Qt::RichText);
+  progressLabel_ = new QLabel(this);
+  progress_ = new QProgressBar(this);
+  progress_->setFixedWidth(220);
+  progress_->setTextVisible(true);
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("%v / %m stages"));
+  cancelButton_ = new QPushButton(QIcon(":/icons/stop.svg"), tr("Cancel"), this);
+  cancelButton_->setEnabled(false);
+  connect(cancelButton_, &QPushButton::clicked, this, &MainWindow::cancelVerification);
+  statusBar()->addPermanentWidget(verdictLabel_);
+  statusBar()->addPermanentWidget(progressLabel_);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancelButton_);
+}
+
+bool MainWindow::openPlanFile(const QString& path, QString* error) {
+  try {
+    Plan p = loadPlan(path.toStdString());
+    planPath_ = path;
+    openPlan(std::move(p), path);
+    return true;
+  } catch (const PlanError& e) {
+    QString text;
+    for (const Diagnostic& d : e.diagnostics()) text += QString::fromStdString(d.str()) + "\n";
+    if (text.isEmpty()) text = QString::fromUtf8(e.what());
+    if (error) *error = text.trimmed();
+    statusBar()->showMessage(tr("Could not open %1").arg(path));
+    return false;
+  } catch (const std::exception& e) {
+    if (error) *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
+    statusBar()->showMessage(tr("Could not open %1").arg(path));
+    return false;
+  }
+}
+
+void MainWindow::openPlan(Plan plan, const QString& source) {
+  if (controller_->isRunning()) controller_->cancel();
+  planPath_ = source;
+  plan_ = std::make_shared<Plan>(std::move(plan));
+  haveReport_ = false;
+  stageInfos_.clear();
+  stageModel_->clear();
+  cexPanel_->showNothing(tr("Run verification (F5) to check every stage."));
+  verdictLabel_->clear();
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progressLabel_->clear();
+  logicalModel_ = std::make_shared<GraphModel>(GraphModel::logical(*plan_));
+  logicalModel_->autoExpand(kOverviewBudget);
+  logicalView_->setModel(logicalModel_);
+  refreshParallelChoices();
+  rebuildParallelModel();
+  runAction_->setEnabled(true);
+  searchHits_.clear();
+  lastSearch_.clear();
+  updateTitle();
+  statusBar()->showMessage(tr("Opened %1: %2 logical ops, %3 devices")
+                               .arg(source)
+                               .arg(plan_->logical.ops.size())
+                               .arg(plan_->devices.size()),
+                           5000);
+  emit planOpened();
+}
+
+void MainWindow::refreshParallelChoices() {
+  parallelValue_->clear();
+  if (!plan_) return;
+  auto mode = static_cast<ParallelSelection::Mode>(parallelMode_->currentData().toInt());
+  if (mode == ParallelSelection::Mode::PipelineStage) {
+    std::set<int64_t> stages;
+    int pp = -1;
+    for (size_t a = 0; a < plan_->mesh.axes.size(); ++a)
+      if (plan_->mesh.axes[a] == "pp") pp = static_cast<int>(a);
+    for (const Device& d : plan_->devices)
+      if (pp >= 0 && d.coord.size() > static_cast<size_t>(pp)) stages.insert(d.coord[pp]);
+    if (stages.empty()) stages.insert(0);
+    for (int64_t s : stages) parallelValue_->addItem(tr("pp %1").arg(s), static_cast<int>(s));
+  } else if (mode == ParallelSelection::Mode::Device) {
+    for (const Device& d : plan_->devices) parallelValue_->addItem(tr("rank %1").arg(d.rank), d.rank);
+  }
+  parallelValue_->setVisible(parallelValue_->count() > 0);
+}
+
+void MainWindow::setParallelSelection(ParallelSelection selection) {
+  parallelMode_->setCurrentIndex(parallelMode_->findData(static_cast<int>(selection.mode)));
+  refreshParallelChoices();
+  int i = parallelValue_->findData(selection.value);
+  if (i >= 0) parallelValue_->setCurrentIndex(i);
+  rebuildParallelModel();
+}
+
+void MainWindow::rebuildParallelModel() {
+  if (!plan_) return;
+  ParallelSelection sel;
+  sel.mode = static_cast<ParallelSelection::Mode>(parallelMode_->currentData().toInt());
+  sel.value = parallelValue_->count() ? parallelValue_->currentData().toInt() : 0;
+  parallelModel_ = std::make_shared<GraphModel>(GraphModel::parallel(*plan_, sel));
+  parallelModel_->autoExpand(kOverviewBudget);
+  parallelView_->setModel(parallelModel_);
+  lineage_ = LineageIndex(*logicalModel_, *parallelModel_);
+  stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
+  pushStates();
+  int shown = static_cast<int>(parallelModel_->shownDevices().size());
+  int covered = 0;
+  for (size_t d = 0; d < plan_->devices.size(); ++d) covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
+  parallelHeader_->setText(tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
+                               .arg(covered)
+                               .arg(plan_->devices.size())
+                               .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
+}
+
+void MainWindow::updateTitle() {
+  QString name = plan_ ? QString::fromStdString(plan_->name) : QString();
+  setWindowTitle(plan_ ? tr("%1 \u2014 ParaProof Inspector").arg(name.isEmpty() ? planPath_ : name)
+                       : tr("ParaProof Inspector"));
+  if (plan_) {
+    QStringList mesh;
+    for (size_t a = 0; a < plan_->mesh.axes.size() && a < plan_->mesh.shape.size(); ++a)
+      mesh << QStringLiteral("%1=%2").arg(QString::fromStdString(plan_->mesh.axes[a])).arg(plan_->mesh.shape[a]);
+    logicalHeader_->setText(tr("<b>Logical</b> &nbsp;<span style='color:#607d8b'>%1 &middot; %2 ops &middot; "
+                               "mesh %3</span>")
+                                .arg(name.toHtmlEscaped())
+                                .arg(plan_->logical.ops.size())
+                                .arg(mesh.join(' ')));
+  }
+}
+
+void MainWindow::runVerification() {
+  if (!plan_) return;
+  stageInfos_.clear();
+  stageModel_->clear();
+  stageMap_ = StageMap();
+  pushStates();
+  cexPanel_->showNothing(tr("Verifying\u2026"));
+  verdictLabel_->setText(tr("<span style='color:#1e88e5'>verifying\u2026</span>"));
+  progress_->setRange(0, 0);  // busy until the stages are known
+  runAction_->setEnabled(false);
+  cancelAction_->setEnabled(true);
+  cancelButton_->setEnabled(true);
+  clockTimer_.start();
+  controller_->start(plan_, options_);
+  statusBar()->showMessage(tr("Verification started with %1 workers").arg(options_.jobs), 3000);
+}
+
+void MainWindow::cancelVerification() {
+  if (!controller_->isRunning()) return;
+  controller_->cancel();
+  cancelButton_->setEnabled(false);
+  cancelAction_->setEnabled(false);
+  statusBar()->showMessage(tr("Cancelling\u2026"));
+}
+
+bool MainWindow::isVerifying() const { return controller_->isRunning(); }
+
+void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
+  stageInfos_ = stages;
+  stageModel_->setStages(stages);
+  if (logicalModel_ && parallelModel_) stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
+  progress_->setRange(0, std::max(1, static_cast<int>(stages.size())));
+  progress_->setValue(0);
+  pushStates();
+}
+
+void MainWindow::onStageFinished(const verify::StageResult& result) {
+  stageModel_->setResult(result);
+  scheduleStatePush();
+  updateProgress();
+}
+
+void MainWindow::onFinished(const verify::Report& report) {
+  clockTimer_.stop();
+  haveReport_ = true;
+  // The report is authoritative: it also covers runs whose observer events were dropped or never sent.
+  if (stageModel_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty()) {
+    onStagesPlanned(report.stages);
+  }
+  for (const auto& r : report.results) stageModel_->setResult(r);
+  if (report.cancelled) stageModel_->markUnfinishedCancelled();
+  pushStates();
+  runAction_->setEnabled(true);
+  cancelAction_->setEnabled(false);
+  cancelButton_->setEnabled(false);
+  const int failed = stageModel_->count(StageState::Failed);
+  const int inconclusive = stageModel_->count(StageState::Inconclusive);
+  const int verified = stageModel_->count(StageState::Verified);
+  progress_->setRange(0, std::max(1, stageModel_->stageCount()));
+  progress_->setValue(failed + inconclusive + verified);
+  updateProgress();
+  QString verdict = QString::fromLatin1(verify::verdictName(report.verdict));
+  QColor c = report.verdict == verify::Verdict::Equivalent      ? stateColor(StageState::Verified)
+             : report.verdict == verify::Verdict::NotEquivalent ? stateColor(StageState::Failed)
+                                                                : stateColor(StageState::Inconclusive);
+  if (report.cancelled) verdict = tr("cancelled");
+  verdictLabel_->setText(QStringLiteral("<b style='color:%1'>%2</b>").arg(c.darker(110).name(), verdict));
+  if (report.verdict == verify::Verdict::Invalid) {
+    QString errors;
+    for (const auto& d : report.errors) errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
+    cexPanel_->setHtml(tr("<h3 style='color:#c62828'>The plan is invalid</h3><p>%1</p>").arg(errors));
+  }
+  statusBar()->showMessage(tr("%1: %2 verified, %3 failed, %4 inconclusive of %5 stages in %6 s")
+                               .arg(verdict)
+                               .arg(verified)
+                               .arg(failed)
+                               .arg(inconclusive)
+                               .arg(stageModel_->stageCount())
+                               .arg(report.seconds, 0, 'f', 2));
+  if (int first = firstFailingStage(); first >= 0) selectStage(first);
+  emit verificationFinished(report);
+}
+
+void MainWindow::updateProgress() {
+  int done = 0;
+  for (StageState s : stageModel_->states())
+    done += s == StageState::Verified || s == StageState::Failed || s == StageState::Inconclusive;
+  if (stageModel_->stageCount() > 0) progress_->setValue(done);
+  int failed = stageModel_->count(StageState::Failed);
+  progressLabel_->setText(tr("%1%2 s").arg(failed ? tr("<b style='color:#c62828'>%1 failed</b> &middot; ").arg(failed)
+                                                  : QString())
+                              .arg(controller_->elapsedSeconds(), 0, 'f', 1));
+}
+
+void MainWindow::scheduleStatePush() {
+  if (!stateTimer_.isActive()) stateTimer_.start();
+}
+
+void MainWindow::pushStates() {
+  stateTimer_.stop();
+  if (!logicalModel_ || !parallelModel_) return;
+  const auto& states = stageModel_->states();
+  logicalView_->setElementStates(stageMap_.logicalStates(states));
+  parallelView_->setElementStates(stageMap_.parallelStates(states));
+}
+
+int MainWindow::firstFailingStage() const {
+  for (int i = 0; i < stageModel_->stageCount(); ++i)
+    if (stageModel_->state(i) == StageState::Failed) return i;
+  return -1;
+}
+
+void MainWindow::selectStage(int stageIndex) {
+  if (stageIndex < 0 || stageIndex >= stageModel_->stageCount()) return;
+  QModelIndex proxyIndex = stageProxy_->mapFromSource(stageModel_->index(stageIndex, 0));
+  if (proxyIndex.isValid()) {
+    stageTable_->selectionModel()->select(proxyIndex, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    stageTable_->scrollTo(proxyIndex);
+  }
+  // Selecting the row calls back here through onStageRowChanged; filtered-out rows are focused directly.
+  if (stageIndex < stageMap_.stageCount()) {
+    logicalView_->setLinkedElements({}, false);
+    parallelView_->setLinkedElements({}, false);
+    logicalView_->selectElements(stageMap_.logicalElements(stageIndex));
+    parallelView_->selectElements(stageMap_.parallelElements(stageIndex));
+  }
+  cexPanel_->showStage(stageModel_->stage(stageIndex), stageModel_->result(stageIndex), bugNote());
+}
+
+void MainWindow::onStageRowChanged() {
+  QModelIndexList rows = stageTable_->selectionModel()->selectedRows();
+  if (rows.isEmpty()) return;
+  int stage = rows.first().data(StageTableModel::kStageIndexRole).toInt();
+  if (stage < stageMap_.stageCount()) {
+    logicalView_->setLinkedElements({}, false);
+    parallelView_->setLinkedElements({}, false);
+    logicalView_->selectElements(stageMap_.logicalElements(stage));
+    parallelView_->selectElements(stageMap_.parallelElements(stage));
+  }
+  cexPanel_->showStage(stageModel_->stage(stage), stageModel_->result(stage), bugNote());
+}
+
+void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
+  std::vector<int> counterparts = lineage_.parallelFor(elements);
+  parallelView_->selectElements({}, false);
+  parallelView_->setLinkedElements(counterparts);
+  logicalView_->setLinkedElements({}, false);
+  if (!elements.empty())
+    statusBar()->showMessage(tr("%1 selected: %2 parallel counterparts")
+                                 .arg(elements.size() == 1 ? logicalModel_->elementName(elements[0])
+                                                           : tr("%1 nodes").arg(elements.size()))
+                                 .arg(counterparts.size()),
+                             5000);
+}
+
+void MainWindow::onParallelSelection(const std::vector<int>& elements) {
+  std::vector<int> origins = lineage_.logicalFor(elements);
+  logicalView_->selectElements({}, false);
+  logicalView_->setLinkedElements(origins);
+  parallelView_->setLinkedElements({}, false);
+  if (!elements.empty())
+    statusBar()->showMessage(tr("%1 selected: %2 logical origins")
+                                 .arg(elements.size() == 1 ? parallelModel_->elementName(elements[0])
+                                                           : tr("%1 nodes").arg(elements.size()))
+                                 .arg(origins.size()),
+                             5000);
+}
+
+bool MainWindow::search(const QString& text) {
+  if (!logicalModel_ || text.trimmed().isEmpty()) return false;
+  if (text != lastSearch_) {
+    lastSearch_ = text;
+    searchHits_.clear();
+    searchPos_ = 0;
+    for (int n : logicalModel_->find(text)) searchHits_.emplace_back(logicalView_, n);
+    for (int n : parallelModel_->find(text)) searchHits_.emplace_back(parallelView_, n);
+  }
+  if (searchHits_.empty()) {
+    statusBar()->showMessage(tr("No op, tensor or scope matches \u201c%1\u201d").arg(text), 4000);
+    return false;
+  }
+  auto [view, node] = searchHits_[searchPos_ % searchHits_.size()];
+  const size_t shown = searchPos_ % searchHits_.size() + 1;
+  ++searchPos_;
+  view->focusNode(node);
+  lastActiveView_ = view;
+  GraphModel* model = view->model();
+  std::vector<int> elements = model->elementsUnder(node);
+  GraphView* other = view == logicalView_ ? parallelView_ : logicalView_;
+  other->selectElements({}, false);
+  view->setLinkedElements({}, false);
+  other->setLinkedElements(view == logicalView_ ? lineage_.parallelFor(elements) : lineage_.logicalFor(elements));
+  statusBar()->showMessage(tr("Match %1 of %2: %3 (%4)")
+                               .arg(shown)
+                               .arg(searchHits_.size())
+                               .arg(model->node(node).label, view == logicalView_ ? tr("logical") : tr("parallel")),
+                           5000);
+  return true;
+}
+
+bool MainWindow::layoutsPending() const { return logicalView_->layoutPending() || parallelView_->layoutPending(); }
+
+GraphView* MainWindow::activeView() const {
+  if (parallelView_->hasFocus()) return parallelView_;
+  if (logicalView_->hasFocus()) return logicalView_;
+  return lastActiveView_ ? lastActiveView_ : logicalView_;
+}
+
+QString MainWindow::bugNote() const {
+  if (!plan_) return {};
+  const Json& m = plan_->metadata;
+  for (const char* key : {"injected", "inject", "bug"}) {
+    if (!m.contains(key)) continue;
+    const Json& b = m[key];
+    if (b.is_string()) return QString::fromStdString(b.get<std::string>());
+    if (b.is_object()) {
+      std::string id = b.contains("id") && b["id"].is_string() ? b["id"].get<std::string>() : "";
+      QString desc = b.contains("description") && b["description"].is_string()
+                         ? QString::fromStdString(b["description"].get<std::string>())
+                         : QString();
+      if (const parallel::BugEntry* entry = parallel::findBug(id); entry && desc.isEmpty())
+        desc = QString::fromStdString(entry->description);
+      if (desc.isEmpty()) desc = QString::fromStdString(b.dump());
+      return id.empty() ? desc : QString::fromStdString(id) + ": " + desc;
+    }
+  }
+  // Hand-made fixtures say what they break in metadata.expect.why.
+  if (m.contains("expect") && m["expect"].is_object() && m["expect"].contains("why") && m["expect"]["why"].is_string() &&
+      m["expect"].value("verdict", "") == "not_equivalent")
+    return QString::fromStdString(m["expect"]["why"].get<std::string>());
+  return {};
+}
+
+void MainWindow::openDialog() {
+  QSettings s;
+  QString path = QFileDialog::getOpenFileName(this, tr("Open Plan"), s.value("files/lastDir").toString(),
+                                              tr("ParaProof plans (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  s.setValue("files/lastDir", QFileInfo(path).absolutePath());
+  QString error;
+  if (!openPlanFile(path, &error)) QMessageBox::warning(this, tr("Cannot open plan"), error);
+}
+
+void MainWindow::openZooDialog() {
+  ZooDialog dialog(this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  if (std::optional<Plan> plan = dialog.takePlan()) openPlan(std::move(*plan), describe(dialog.request()));
+}
+
+void MainWindow::exportView() {
+  GraphView* view = activeView();
+  QString path = QFileDialog::getSaveFileName(this, tr("Export View"), QString(),
+                                              tr("PNG image (*.png);;SVG drawing (*.svg)"));
+  if (path.isEmpty()) return;
+  QRectF box = view->scene()->itemsBoundingRect().adjusted(-20, -20, 20, 20);
+  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(box.size().toSize());
+    svg.setViewBox(QRectF(QPointF(0, 0), box.size()));
+    svg.setTitle(windowTitle());
+    QPainter p(&svg);
+    view->scene()->render(&p, QRectF(QPointF(0, 0), box.size()), box);
+  } else {
+    if (!path.endsWith(".png", Qt::CaseInsensitive)) path += ".png";
+    double scale = std::min(2.0, 16000.0 / std::max(box.width(), box.height()));
+    QImage image((box.size() * scale).toSize(), QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    QPainter p(&image);
+    p.setRenderHint(QPainter::Antialiasing);
+    view->scene()->render(&p, QRectF(QPointF(0, 0), box.size() * scale), box);
+    p.end();
+    if (!image.save(path)) {
+      QMessageBox::warning(this, tr("Export failed"), tr("Could not write %1").arg(path));
+      return;
+    }
+  }
+  statusBar()->showMessage(tr("Exported view to %1").arg(path), 5000);
+}
+
+void MainWindow::exportReport() {
+  if (!haveReport_) {
+    QMessageBox::information(this, tr("No report"), tr("Run verification first (F5)."));
+    return;
+  }
+  QString path = QFileDialog::getSaveFileName(this, tr("Export Report"), QString(), tr("JSON (*.json)"));
+  if (path.isEmpty()) return;
+  try {
+    verify::saveReportJson(controller_->lastReport(), path.toStdString());
+    statusBar()->showMessage(tr("Saved report to %1").arg(path), 5000);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export failed"), QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::showSettings() {
+  SettingsDialog dialog(options_, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  options_ = dialog.options();
+  saveVerifyOptions(options_);
+  statusBar()->showMessage(tr("Settings saved: %1 workers, %2 s per stage")
+                               .arg(options_.jobs)
+                               .arg(options_.timeoutSeconds),
+                           4000);
+}
+
+void MainWindow::showAbout() {
+  QMessageBox::about(
+      this, tr("About ParaProof Inspector"),
+      tr("<h3>ParaProof Inspector %1</h3>"
+         "<p>Proves that a distributed training plan computes what its single-device model computes, "
+         "stage by stage, and shows where and why it does not.</p>"
+         "<p>Left: the logical model. Right: the device programs. Select a node to see its counterparts; "
+         "double-click a group to expand or collapse it.</p>"
+         "<p>Shortcuts: Ctrl+O open, F5 run, Shift+F5 cancel, Ctrl+F find, F3 find next, Ctrl+J first failure, "
+         "Ctrl+0 fit, Ctrl+&plusmn; zoom.</p>"
+         "<p>Built with Qt %2, Z3 and Graphviz.</p>")
+          .arg(QStringLiteral(PARAPROOF_VERSION_STRING), QString::fromLatin1(qVersion())));
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (splitSized_) return;
+  splitSized_ = true;  // equal halves on first show, unless a saved layout said otherwise
+  const int half = std::max(200, splitter_->width() / 2);
+  splitter_->setSizes({half, half});
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  if (controller_->isRunning()) controller_->cancel();
+  event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) {
+      QString error;
+      if (!openPlanFile(url.toLocalFile(), &error)) QMessageBox::warning(this, tr("Cannot open plan"), error);
+      return;
+    }
+}
+
+}  // namespace paraproof::ui

@@ -1,0 +1,140 @@
+// The inspector window: logical | parallel graph views, stage table and counterexample docks, run/cancel.
+#pragma once
+
+#include <QMainWindow>
+#include <QTimer>
+#include <memory>
+
+#include "core/plan/plan.h"
+#include "core/verify/verify.h"
+#include "ui/report_metatypes.h"
+#include "ui/graph_model.h"
+#include "ui/lineage_index.h"
+#include "ui/stage_map.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSplitter;
+class QTableView;
+class QAction;
+
+namespace paraproof::ui {
+
+class CounterexamplePanel;
+class GraphView;
+class LayoutWorker;
+class StageFilterProxy;
+class StageTableModel;
+class VerificationController;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Loads, shows and lays out a plan; on failure shows nothing new and returns the error text.
+  bool openPlanFile(const QString& path, QString* error = nullptr);
+  void openPlan(Plan plan, const QString& source);
+  const Plan* plan() const { return plan_.get(); }
+
+  void runVerification();
+  void cancelVerification();
+  bool isVerifying() const;
+  void setVerifyOptions(const verify::Options& o) { options_ = o; }
+  const verify::Options& verifyOptions() const { return options_; }
+
+  void setParallelSelection(ParallelSelection selection);
+  void selectStage(int stageIndex);  // focuses it in both views and shows its counterexample
+  int firstFailingStage() const;     // -1 when none
+  // Finds op / tensor / scope names in both views; each call moves to the next match. False if none.
+  bool search(const QString& text);
+  bool layoutsPending() const;
+
+  GraphView* logicalView() const { return logicalView_; }
+  GraphView* parallelView() const { return parallelView_; }
+  StageTableModel* stageModel() const { return stageModel_; }
+  QTableView* stageTable() const { return stageTable_; }
+  CounterexamplePanel* counterexamplePanel() const { return cexPanel_; }
+  VerificationController* controller() const { return controller_; }
+
+ signals:
+  void planOpened();
+  void verificationFinished(const paraproof::verify::Report& report);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildActions();
+  void buildCentral();
+  void buildDocks();
+  void buildStatusBar();
+  void rebuildParallelModel();
+  void refreshParallelChoices();
+  void scheduleStatePush();
+  void pushStates();
+  void updateProgress();
+  void updateTitle();
+  void onStagesPlanned(const std::vector<verify::StageInfo>& stages);
+  void onStageFinished(const verify::StageResult& result);
+  void onFinished(const verify::Report& report);
+  void onLogicalSelection(const std::vector<int>& elements);
+  void onParallelSelection(const std::vector<int>& elements);
+  void onStageRowChanged();
+  void openDialog();
+  void openZooDialog();
+  void exportView();
+  void exportReport();
+  void showSettings();
+  void showAbout();
+  GraphView* activeView() const;
+  QString bugNote() const;
+
+  LayoutWorker* worker_;
+  VerificationController* controller_;
+  std::shared_ptr<Plan> plan_;
+  QString planPath_;
+  std::shared_ptr<GraphModel> logicalModel_, parallelModel_;
+  LineageIndex lineage_;
+  std::vector<verify::StageInfo> stageInfos_;
+  StageMap stageMap_;
+  verify::Options options_;
+  bool haveReport_ = false;
+
+  GraphView* logicalView_;
+  GraphView* parallelView_;
+  QSplitter* splitter_ = nullptr;
+  bool splitSized_ = false;
+  QLabel* logicalHeader_;
+  QLabel* parallelHeader_;
+  QComboBox* parallelMode_;
+  QComboBox* parallelValue_;
+  StageTableModel* stageModel_;
+  StageFilterProxy* stageProxy_;
+  QTableView* stageTable_;
+  QLineEdit* stageFilter_;
+  QComboBox* stateFilter_;
+  CounterexamplePanel* cexPanel_;
+  QLineEdit* searchBox_;
+  QProgressBar* progress_;
+  QPushButton* cancelButton_;
+  QLabel* progressLabel_;
+  QLabel* verdictLabel_;
+  QAction* runAction_;
+  QAction* cancelAction_;
+  QTimer stateTimer_;
+  QTimer clockTimer_;
+  GraphView* lastActiveView_ = nullptr;
+  QString lastSearch_;
+  std::vector<std::pair<GraphView*, int>> searchHits_;
+  size_t searchPos_ = 0;
+};
+
+}  // namespace paraproof::ui

@@ -1,0 +1,74 @@
+#include "ui/stage_state.h"
+
+namespace paraproof::ui {
+
+StageState stateOf(solver::Status status) {
+  switch (status) {
+    case solver::Status::Verified:
+      return StageState::Verified;
+    case solver::Status::Failed:
+      return StageState::Failed;
+    case solver::Status::Inconclusive:
+      return StageState::Inconclusive;
+  }
+  return StageState::Inconclusive;
+}
+
+QString stateName(StageState s) {
+  switch (s) {
+    case StageState::None:
+      return QStringLiteral("not checked");
+    case StageState::Pending:
+      return QStringLiteral("pending");
+    case StageState::Running:
+      return QStringLiteral("running");
+    case StageState::Verified:
+      return QStringLiteral("verified");
+    case StageState::Failed:
+      return QStringLiteral("failed");
+    case StageState::Inconclusive:
+      return QStringLiteral("inconclusive");
+  }
+  return {};
+}
+
+QColor stateColor(StageState s) {
+  switch (s) {
+    case StageState::None:
+      return QColor(0x90, 0xA4, 0xAE);
+    case StageState::Pending:
+      return QColor(0x9E, 0x9E, 0x9E);
+    case StageState::Running:
+      return QColor(0x1E, 0x88, 0xE5);
+    case StageState::Verified:
+      return QColor(0x43, 0xA0, 0x47);
+    case StageState::Failed:
+      return QColor(0xE5, 0x39, 0x35);
+    case StageState::Inconclusive:
+      return QColor(0xFF, 0xA0, 0x00);
+  }
+  return Qt::gray;
+}
+
+QColor stateFillColor(StageState s) {
+  switch (s) {
+    case StageState::None:
+      return QColor(0xFF, 0xFF, 0xFF);
+    case StageState::Pending:
+      return QColor(0xEE, 0xEE, 0xEE);
+    case StageState::Running:
+      return QColor(0xD6, 0xEA, 0xFB);
+    case StageState::Verified:
+      return QColor(0xE3, 0xF4, 0xE4);
+    case StageState::Failed:
+      return QColor(0xFF, 0xCD, 0xD2);
+    case StageState::Inconclusive:
+      return QColor(0xFF, 0xEC, 0xB3);
+  }
+  return Qt::white;
+}
+
+QColor selectionColor() { return QColor(0x28, 0x35, 0x93); }
+QColor linkColor() { return QColor(0x8E, 0x24, 0xAA); }
+
+}  // namespace paraproof::ui

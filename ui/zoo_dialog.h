@@ -1,0 +1,54 @@
+// "New plan from the model zoo": model, layers, parallel degrees and an optional catalog bug to inject.
+#pragma once
+
+#include <QDialog>
+#include <optional>
+
+#include "core/plan/plan.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace paraproof::ui {
+
+struct ZooRequest {
+  QString model;
+  QString parallel = QStringLiteral("dp=2,tp=2");
+  int layers = 2;      // 0: the model's own layer count
+  QString inject;      // bug id with optional "@layer=..,rank=..,mb=.."; empty: none
+};
+
+// Builds the plan; throws std::invalid_argument with a readable message for impossible requests.
+Plan generateFromZoo(const ZooRequest& request);
+// A plan name that says what it is, e.g. "llama3-8b dp=2,tp=2 + tv01-allreduce-missing".
+QString describe(const ZooRequest& request);
+
+class ZooDialog : public QDialog {
+  Q_OBJECT
+ public:
+  explicit ZooDialog(QWidget* parent = nullptr);
+  ZooRequest request() const;
+  // The plan built when the dialog was accepted.
+  std::optional<Plan> takePlan() { return std::move(plan_); }
+
+ protected:
+  void accept() override;
+
+ private:
+  void onBugChanged();
+  void onModelChanged();
+
+  QComboBox* model_;
+  QLabel* modelNote_;
+  QSpinBox* layers_;
+  QLineEdit* parallel_;
+  QComboBox* bug_;
+  QLineEdit* where_;
+  QLabel* bugNote_;
+  QLabel* error_;
+  std::optional<Plan> plan_;
+};
+
+}  // namespace paraproof::ui
