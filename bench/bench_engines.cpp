@@ -36,7 +36,8 @@ Matrix matmul(sym::ExprPool& e, const Matrix& a, const Matrix& b) {
   for (size_t i = 0; i < a.size(); ++i)
     for (size_t j = 0; j < b[0].size(); ++j) {
       std::vector<sym::ExprId> terms;
-      for (size_t k = 0; k < b.size(); ++k) terms.push_back(e.mul(a[i][k], b[k][j]));
+      for (size_t k = 0; k < b.size(); ++k)
+        terms.push_back(e.mul(a[i][k], b[k][j]));
       c[i][j] = e.add(terms);
     }
   return c;
@@ -47,22 +48,27 @@ Matrix matmul(sym::ExprPool& e, const Matrix& a, const Matrix& b) {
 solver::Problem matmulChain(int n, int length, bool bug) {
   solver::Problem p;
   std::vector<Matrix> ms;
-  for (int k = 0; k < length; ++k) ms.push_back(inputs(p.pool, "m" + std::to_string(k), n, n));
+  for (int k = 0; k < length; ++k)
+    ms.push_back(inputs(p.pool, "m" + std::to_string(k), n, n));
   Matrix left = ms[0];
-  for (int k = 1; k < length; ++k) left = matmul(p.pool, left, ms[k]);
+  for (int k = 1; k < length; ++k)
+    left = matmul(p.pool, left, ms[k]);
   Matrix first = ms[0];
   if (bug) std::swap(first[0][0], first[0][1]);
   Matrix right = ms[length - 1];
-  for (int k = length - 2; k >= 1; --k) right = matmul(p.pool, ms[k], right);
+  for (int k = length - 2; k >= 1; --k)
+    right = matmul(p.pool, ms[k], right);
   right = matmul(p.pool, first, right);
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) expect(p, left[i][j], right[i][j]);
+    for (int j = 0; j < n; ++j)
+      expect(p, left[i][j], right[i][j]);
   return p;
 }
 
 sym::ExprId maxOf(sym::ExprPool& e, const std::vector<sym::ExprId>& xs, size_t from, size_t to) {
   sym::ExprId m = xs[from];
-  for (size_t i = from + 1; i < to; ++i) m = e.max(m, xs[i]);
+  for (size_t i = from + 1; i < to; ++i)
+    m = e.max(m, xs[i]);
   return m;
 }
 
@@ -76,7 +82,8 @@ solver::Problem softmaxRows(int rows, int n, bool bug) {
     const auto& row = x[r];
     auto m = maxOf(e, row, 0, n);
     std::vector<sym::ExprId> ex;
-    for (int i = 0; i < n; ++i) ex.push_back(e.apply(sym::Fn::Exp, {e.sub(row[i], m)}));
+    for (int i = 0; i < n; ++i)
+      ex.push_back(e.apply(sym::Fn::Exp, {e.sub(row[i], m)}));
     auto total = e.add(ex);
     size_t half = n / 2;
     auto globalMax = e.max(maxOf(e, row, 0, half), maxOf(e, row, half, n));
@@ -87,7 +94,8 @@ solver::Problem softmaxRows(int rows, int n, bool bug) {
     }
     if (bug) s1.pop_back();  // a shard drops its last element from the partial sum
     auto allReduced = e.add(e.add(s0), e.add(s1));
-    for (int i = 0; i < n; ++i) expect(p, e.div(ex[i], total), e.div(px[i], allReduced));
+    for (int i = 0; i < n; ++i)
+      expect(p, e.div(ex[i], total), e.div(px[i], allReduced));
   }
   return p;
 }
@@ -102,7 +110,7 @@ double medianMillis(const EngineMaker& em, const solver::Problem& p, std::string
   for (int run = 0; run < 5; ++run) {
     auto engine = em.make();
     auto t0 = std::chrono::steady_clock::now();
-    auto r = engine->check(p, {60, nullptr});
+    auto r = engine->check(p, {10, nullptr});  // a 10 s cap per run keeps the table finite
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     verdict = solver::statusName(r.status);
     if (r.status == solver::Status::Inconclusive) verdict += " (" + r.reason.substr(0, 40) + ")";
@@ -114,7 +122,9 @@ double medianMillis(const EngineMaker& em, const solver::Problem& p, std::string
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --quick: small sizes only; any other argument: only problems whose name contains it.
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  std::string only = argc > 1 && !quick ? argv[1] : "";
   using S = solver::Z3Options::Strategy;
   auto z3 = [](S s, size_t chunk) {
     return [s, chunk] {
@@ -128,7 +138,8 @@ int main(int argc, char** argv) {
       {"z3 presimplify (default)", z3(S::Presimplify, 512)},
       {"z3 plain solver", z3(S::Solver, 512)},
       {"z3 simplify(som)+smt", z3(S::SimplifyThenSmt, 512)},
-      {"z3 plain, chunk 16", z3(S::Solver, 16)},
+      {"z3 plain, chunk 1", z3(S::Solver, 1)},
+      {"z3 presimplify, chunk 1", z3(S::Presimplify, 1)},
       {"random field (2 trials)", [] { return solver::makeFieldEngine(2); }},
   };
   struct Case {
@@ -145,14 +156,16 @@ int main(int argc, char** argv) {
     for (bool bug : {false, true})
       cases.push_back({"softmax 4 rows x " + std::to_string(n) + (bug ? " bug" : ""),
                        [n, bug] { return softmaxRows(4, n, bug); }});
-  std::printf("| problem | nodes | obligations | engine | verdict | median ms |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| problem | nodes | obligations | engine | verdict | median ms |\n|---|---|---|---|---|---|\n");
   for (const auto& c : cases) {
+    if (c.name.find(only) == std::string::npos) continue;
     solver::Problem p = c.make();
     for (const auto& em : engines) {
       std::string verdict;
       double ms = medianMillis(em, p, verdict);
-      std::printf("| %s | %zu | %zu | %s | %s | %.2f |\n", c.name.c_str(), p.pool.size(), p.obligations.size(),
-                  em.name.c_str(), verdict.c_str(), ms);
+      std::printf("| %s | %zu | %zu | %s | %s | %.2f |\n", c.name.c_str(), p.pool.size(),
+                  p.obligations.size(), em.name.c_str(), verdict.c_str(), ms);
       std::fflush(stdout);
     }
   }

@@ -24,7 +24,8 @@ Plan makePlan(const std::string& model, const std::string& par, const std::strin
 
 std::string problems(const Plan& p) {
   std::string s;
-  for (const Diagnostic& d : validatePlan(p)) s += d.str() + "\n";
+  for (const Diagnostic& d : validatePlan(p))
+    s += d.str() + "\n";
   return s;
 }
 
@@ -49,7 +50,8 @@ class TestBugs : public QObject {
 
   void everyEntryInjectsIntoItsOwnPlanAndStaysValid_data() {
     QTest::addColumn<QString>("id");
-    for (const BugEntry& b : bugCatalog()) QTest::newRow(b.id.c_str()) << QString::fromStdString(b.id);
+    for (const BugEntry& b : bugCatalog())
+      QTest::newRow(b.id.c_str()) << QString::fromStdString(b.id);
   }
   void everyEntryInjectsIntoItsOwnPlanAndStaysValid() {
     QFETCH(QString, id);
@@ -98,11 +100,21 @@ class TestBugs : public QObject {
     QTest::addColumn<QString>("parallel");
     QTest::addColumn<QString>("inject");
     QTest::addColumn<QString>("message");
-    QTest::newRow("layer on another stage") << "dp=2,tp=2,pp=2,mb=2" << "tv07-eps@layer=3,rank=0" << "does not hold";
-    QTest::newRow("needs tp") << "dp=2" << "tv01-allreduce-missing" << "needs tp >= 2";
-    QTest::newRow("unknown bug") << "dp=2" << "tv99" << "unknown bug";
-    QTest::newRow("mb out of range") << "dp=2,mb=2" << "tv07-eps@mb=2" << "micro-batches";
-    QTest::newRow("bad key") << "dp=2" << "tv07-eps@row=1" << "unknown key";
+    QTest::newRow("layer on another stage") << "dp=2,tp=2,pp=2,mb=2"
+                                            << "tv07-eps@layer=3,rank=0"
+                                            << "does not hold";
+    QTest::newRow("needs tp") << "dp=2"
+                              << "tv01-allreduce-missing"
+                              << "needs tp >= 2";
+    QTest::newRow("unknown bug") << "dp=2"
+                                 << "tv99"
+                                 << "unknown bug";
+    QTest::newRow("mb out of range") << "dp=2,mb=2"
+                                     << "tv07-eps@mb=2"
+                                     << "micro-batches";
+    QTest::newRow("bad key") << "dp=2"
+                             << "tv07-eps@row=1"
+                             << "unknown key";
   }
   void misplacedInjectionsAreRejected() {
     QFETCH(QString, parallel);

@@ -32,7 +32,9 @@ struct Builder {
 solver::Result runZ3(const solver::Problem& p, double timeout = 30) {
   return solver::makeZ3Engine()->check(p, {timeout, nullptr});
 }
-solver::Result runField(const solver::Problem& p) { return solver::makeFieldEngine(4, 42)->check(p, {30, nullptr}); }
+solver::Result runField(const solver::Problem& p) {
+  return solver::makeFieldEngine(4, 42)->check(p, {30, nullptr});
+}
 
 // A confirmed counterexample must really separate the two sides when evaluated independently.
 bool reallyDiffers(const solver::Problem& p, const solver::Counterexample& cex) {
@@ -50,7 +52,8 @@ sym::ExprId lookup(Builder& b, sym::ExprId id, const std::vector<sym::ExprId>& w
                    int64_t offset) {
   std::vector<sym::ExprId> terms;
   for (int64_t j = 0; j < size; ++j)
-    terms.push_back(b.e.ite(b.e.eq(id, b.e.integer(from + j)), w[static_cast<size_t>(offset + j)], b.e.zero()));
+    terms.push_back(
+        b.e.ite(b.e.eq(id, b.e.integer(from + j)), w[static_cast<size_t>(offset + j)], b.e.zero()));
   return b.e.add(terms);
 }
 
@@ -65,7 +68,8 @@ solver::Problem hardIdentity(int n) {
     y.push_back(b.real("y" + std::to_string(i)));
     factors.push_back(b.e.add(x[i], y[i]));
   }
-  auto expanded = b.e.add({b.e.mul(x[0], x[1]), b.e.mul(x[0], y[1]), b.e.mul(y[0], x[1]), b.e.mul(y[0], y[1])});
+  auto expanded =
+      b.e.add({b.e.mul(x[0], x[1]), b.e.mul(x[0], y[1]), b.e.mul(y[0], x[1]), b.e.mul(y[0], y[1])});
   std::vector<sym::ExprId> rest(factors.begin() + 2, factors.end());
   rest.push_back(expanded);
   b.expect(b.e.mul(factors), b.e.mul(rest));
@@ -155,7 +159,8 @@ class TestEngines : public QObject {
       constexpr int64_t kVocab = 8, kShard = 4;
       Builder b;
       std::vector<sym::ExprId> w;
-      for (int64_t v = 0; v < kVocab; ++v) w.push_back(b.real("w[" + std::to_string(v) + "]"));
+      for (int64_t v = 0; v < kVocab; ++v)
+        w.push_back(b.real("w[" + std::to_string(v) + "]"));
       for (int t = 0; t < 2; ++t) {
         auto id = b.integer("id[" + std::to_string(t) + "]", 0, kVocab);
         // Shard k holds rows [k*4, k*4+4) and looks up the local id (id - offset) in its own rows.
@@ -215,7 +220,8 @@ class TestEngines : public QObject {
     QCOMPARE(r.status, Status::Failed);
     QVERIFY(r.cex && reallyDiffers(b.p, *r.cex));
     int small = 0;
-    for (double v : r.cex->vars) small += (v == 0 || v == 1);
+    for (double v : r.cex->vars)
+      small += (v == 0 || v == 1);
     QVERIFY2(small >= 14, QByteArray::number(small));
   }
 

@@ -28,13 +28,16 @@ verify::Report run(const Plan& p) {
 
 std::string summary(const verify::Report& r) {
   std::string s = std::string(verify::verdictName(r.verdict)) + "\n";
-  for (const Diagnostic& d : r.errors) s += "  error " + d.str() + "\n";
+  for (const Diagnostic& d : r.errors)
+    s += "  error " + d.str() + "\n";
   for (size_t i = 0; i < r.results.size(); ++i)
     if (r.results[i].status != solver::Status::Verified) {
       s += "  stage " + std::to_string(i) + ": " + r.results[i].reason + " scopes:";
-      for (const std::string& sc : r.stages[i].scopes) s += " " + sc;
+      for (const std::string& sc : r.stages[i].scopes)
+        s += " " + sc;
       s += " devices:";
-      for (int d : r.stages[i].devices) s += " " + std::to_string(d);
+      for (int d : r.stages[i].devices)
+        s += " " + std::to_string(d);
       s += "\n";
     }
   return s.substr(0, 3000);
@@ -49,10 +52,13 @@ class TestGenVerify : public QObject {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("parallel");
     QTest::addColumn<int>("layers");
-    for (const char* p : {"dp=1", "dp=2", "tp=2", "pp=2,mb=2", "pp=2,mb=2,schedule=gpipe", "dp=2,tp=2,pp=2,mb=2"}) {
+    for (const char* p : {"dp=1", "dp=2", "tp=2", "pp=2,mb=2", "pp=2,mb=3,schedule=gpipe", "dp=2,mb=2",
+                          "dp=2,tp=2,pp=2,mb=2"}) {
       QTest::newRow((std::string("mlp ") + p).c_str()) << "mlp" << p << 2;
       QTest::newRow((std::string("gpt-tiny ") + p).c_str()) << "gpt-tiny" << p << 2;
     }
+    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b"
+                                               << "dp=2,tp=2,pp=2,mb=2" << 4;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);
@@ -62,17 +68,35 @@ class TestGenVerify : public QObject {
     QVERIFY2(r.verdict == verify::Verdict::Equivalent, summary(r).c_str());
   }
 
-  // Each catalog entry on its own strategy (gpt-tiny stands in for the Llama models to keep this fast):
+  // Each catalog entry on its own strategy (gpt-tiny stands in for the Llama models to keep this fast), and
+  // each TrainVerify case on llama3-8b (4 layers, dp2 tp2 pp2 mb2) at layer 2 (second stage), micro-batch 1:
   // not equivalent, and a failing stage contains a mutated op of the injected rank.
   void everyCatalogBugIsCaughtWhereInjected_data() {
     QTest::addColumn<QString>("id");
-    for (const BugEntry& b : bugCatalog()) QTest::newRow(b.id.c_str()) << QString::fromStdString(b.id);
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<int>("layers");
+    QTest::addColumn<QString>("where");
+    for (const BugEntry& b : bugCatalog()) {
+      const std::string model = b.model.starts_with("llama") ? "gpt-tiny" : b.model;
+      const char* mb = b.parallel.find("mb=2") != std::string::npos ? "@mb=1" : "";
+      QTest::newRow((b.id + " " + model).c_str())
+          << QString::fromStdString(b.id) << QString::fromStdString(model)
+          << QString::fromStdString(b.parallel) << 2 << mb;
+    }
+    for (const BugEntry& b : bugCatalog())
+      if (b.id.starts_with("tv"))
+        QTest::newRow((b.id + " llama3-8b").c_str())
+            << QString::fromStdString(b.id) << "llama3-8b"
+            << "dp=2,tp=2,pp=2,mb=2" << 4 << (b.id.starts_with("tv06") ? "@mb=1" : "@layer=2,mb=1");
   }
   void everyCatalogBugIsCaughtWhereInjected() {
     QFETCH(QString, id);
-    const BugEntry& b = *findBug(id.toStdString());
-    const std::string model = b.model.starts_with("llama") ? "gpt-tiny" : b.model;
-    const Plan p = makePlan(model, b.parallel, 2, b.id + "@mb=" + (b.parallel.find("mb=2") != std::string::npos ? "1" : "0"));
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    QFETCH(int, layers);
+    QFETCH(QString, where);
+    const Plan p = makePlan(model.toStdString(), parallel.toStdString(), layers, (id + where).toStdString());
     const verify::Report r = run(p);
     QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
     const Json& inj = p.metadata.at("injected");
@@ -81,9 +105,15 @@ class TestGenVerify : public QObject {
       if (r.results[i].status != solver::Status::Failed) continue;
       for (const verify::ParallelOpRef& ref : r.stages[i].parallelOps)
         for (const Json& o : inj.at("ops"))
-          if (ref.rank == o.at("rank").get<int>() && ref.op == o.at("op").get<std::string>()) localised = true;
+          if (ref.rank == o.at("rank").get<int>() && ref.op == o.at("op").get<std::string>())
+            localised = true;
     }
     QVERIFY2(localised, (inj.dump() + "\n" + summary(r)).c_str());
+  }
+
+  void llama3_8bFullDepthReferencePlanIsEquivalent() {
+    const verify::Report r = run(makePlan("llama3-8b", "dp=2,tp=2,pp=2,mb=2", 0));
+    QVERIFY2(r.verdict == verify::Verdict::Equivalent, summary(r).c_str());
   }
 };
 

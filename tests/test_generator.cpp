@@ -38,10 +38,11 @@ class TestGenerator : public QObject {
     QTest::addColumn<QString>("parallel");
     QTest::addColumn<int>("layers");
     for (const char* m : {"mlp", "gpt-tiny"})
-      for (const char* p : {"dp=1", "dp=2", "tp=2", "pp=2", "pp=2,mb=2", "pp=2,mb=3,schedule=gpipe", "dp=2,mb=2",
-                            "dp=2,tp=2,pp=2,mb=2"})
+      for (const char* p : {"dp=1", "dp=2", "tp=2", "pp=2", "pp=2,mb=2", "pp=2,mb=3,schedule=gpipe",
+                            "dp=2,mb=2", "dp=2,tp=2,pp=2,mb=2"})
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
-    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b" << "dp=2,tp=2,pp=2,mb=2" << 4;
+    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b"
+                                               << "dp=2,tp=2,pp=2,mb=2" << 4;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -55,9 +56,9 @@ class TestGenerator : public QObject {
   void logicalGraphIsTheFullTrainingStep() {
     Plan p = generate("gpt-tiny", "dp=1");
     const Graph& g = p.logical;
-    for (const char* kind : {"embedding", "embedding_backward", "attention", "attention_backward", "one_hot", "exp",
-                             "log", "global_norm_sq", "clip_coef", "adamw", "rope", "rope_backward", "rmsnorm",
-                             "rmsnorm_backward", "silu_backward"})
+    for (const char* kind : {"embedding", "embedding_backward", "attention", "attention_backward", "one_hot",
+                             "exp", "log", "global_norm_sq", "clip_coef", "adamw", "rope", "rope_backward",
+                             "rmsnorm", "rmsnorm_backward", "silu_backward"})
       QVERIFY2(std::any_of(g.ops.begin(), g.ops.end(), [&](const Op& o) { return o.kind == kind; }), kind);
     QCOMPARE(g.values[g.outputs.front()].name, std::string("loss"));
     // 2 layers x 9 + embed + norm + output parameters, each with weight, m and v outputs.
@@ -89,12 +90,24 @@ class TestGenerator : public QObject {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("parallel");
     QTest::addColumn<QString>("message");
-    QTest::newRow("tp vs heads") << "llama3-8b" << "tp=3" << "does not divide";
-    QTest::newRow("pp vs layers") << "gpt-tiny" << "pp=3" << "exceeds the number of layers";
-    QTest::newRow("unknown key") << "mlp" << "dq=2" << "unknown key";
-    QTest::newRow("bad number") << "mlp" << "dp=two" << "needs an integer";
-    QTest::newRow("zero degree") << "mlp" << "tp=0" << "at least 1";
-    QTest::newRow("zero stage") << "mlp" << "zero=4" << "ZeRO stage";
+    QTest::newRow("tp vs heads") << "llama3-8b"
+                                 << "tp=3"
+                                 << "does not divide";
+    QTest::newRow("pp vs layers") << "gpt-tiny"
+                                  << "pp=3"
+                                  << "exceeds the number of layers";
+    QTest::newRow("unknown key") << "mlp"
+                                 << "dq=2"
+                                 << "unknown key";
+    QTest::newRow("bad number") << "mlp"
+                                << "dp=two"
+                                << "needs an integer";
+    QTest::newRow("zero degree") << "mlp"
+                                 << "tp=0"
+                                 << "at least 1";
+    QTest::newRow("zero stage") << "mlp"
+                                << "zero=4"
+                                << "ZeRO stage";
   }
   void impossibleCombinationsAreRejected() {
     QFETCH(QString, model);
@@ -106,6 +119,20 @@ class TestGenerator : public QObject {
     } catch (const std::invalid_argument& e) {
       QVERIFY2(QString(e.what()).contains(message), e.what());
     }
+  }
+
+  void zooHasTheRealConfigurations() {
+    QCOMPARE(static_cast<int>(models::modelZoo().size()), 8);
+    const models::ModelConfig* m = models::findModel("llama3-8b");
+    QVERIFY(m);
+    QCOMPARE(m->layers, 32);
+    QCOMPARE(m->hidden, 4096);
+    QCOMPARE(m->heads, 32);
+    QCOMPARE(m->kvHeads, 8);
+    QCOMPARE(m->ffn, 14336);
+    QCOMPARE(m->vocab, 128256);
+    QCOMPARE(models::findModel("dsv3-671b")->moe.routedExperts, 256);
+    QVERIFY(models::findModel("gpt-5") == nullptr);
   }
 
   void parseAndPrintAgree() {

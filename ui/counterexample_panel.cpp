@@ -12,17 +12,21 @@ namespace {
 constexpr size_t kMaxShownElements = 64;
 
 QString num(double v) {
-  if (std::abs(v - std::round(v)) < 1e-12 && std::abs(v) < 1e9) return QString::number(static_cast<long long>(std::round(v)));
+  if (std::abs(v - std::round(v)) < 1e-12 && std::abs(v) < 1e9)
+    return QString::number(static_cast<long long>(std::round(v)));
   return QString::number(v, 'g', 6);
 }
 
 QString indexString(const std::vector<int64_t>& index) {
   QStringList parts;
-  for (int64_t i : index) parts << QString::number(i);
+  for (int64_t i : index)
+    parts << QString::number(i);
   return "[" + parts.join(", ") + "]";
 }
 
-QString where(int device) { return device == kNone ? QStringLiteral("logical") : QStringLiteral("rank %1").arg(device); }
+QString where(int device) {
+  return device == kNone ? QStringLiteral("logical") : QStringLiteral("rank %1").arg(device);
+}
 
 // A tensor's values: a grid for matrices, a flat list otherwise; long tensors are cut.
 QString tensorHtml(const verify::TensorValues& t) {
@@ -34,11 +38,13 @@ QString tensorHtml(const verify::TensorValues& t) {
   html += "<table class='grid'>";
   for (size_t i = 0; i < n; i += cols) {
     html += "<tr>";
-    for (size_t j = i; j < std::min(n, i + cols); ++j) html += "<td>" + num(t.values[j]) + "</td>";
+    for (size_t j = i; j < std::min(n, i + cols); ++j)
+      html += "<td>" + num(t.values[j]) + "</td>";
     html += "</tr>";
   }
   html += "</table>";
-  if (t.values.size() > n) html += QStringLiteral("<p class='dim'>&hellip; %1 more</p>").arg(t.values.size() - n);
+  if (t.values.size() > n)
+    html += QStringLiteral("<p class='dim'>&hellip; %1 more</p>").arg(t.values.size() - n);
   return html;
 }
 
@@ -68,7 +74,8 @@ void CounterexamplePanel::showNothing(const QString& hint) {
   setHtml(QStringLiteral("<p class='dim'>%1</p>").arg(hint.toHtmlEscaped()));
 }
 
-void CounterexamplePanel::showStage(const verify::StageInfo& stage, const std::optional<verify::StageResult>& result,
+void CounterexamplePanel::showStage(const verify::StageInfo& stage,
+                                    const std::optional<verify::StageResult>& result,
                                     const QString& bugNote) {
   diffCount_ = 0;
   QString html;
@@ -77,7 +84,8 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage, const std::o
               .arg(stage.id)
               .arg(stateColor(state).darker(115).name(), stateName(state));
   QStringList scopes;
-  for (const auto& s : stage.scopes) scopes << QString::fromStdString(s).toHtmlEscaped();
+  for (const auto& s : stage.scopes)
+    scopes << QString::fromStdString(s).toHtmlEscaped();
   html += QStringLiteral("<p class='dim'>%1 stage on ranks %2; %3 logical / %4 device ops%5</p>")
               .arg(verify::stageKindName(stage.kind))
               .arg(compactRanks(stage.devices))
@@ -85,8 +93,9 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage, const std::o
               .arg(stage.parallelOps.size())
               .arg(scopes.isEmpty() ? QString() : "; scopes " + scopes.join(", "));
   if (!bugNote.isEmpty())
-    html += QStringLiteral("<table class='bug' width='100%'><tr><td><b>Injected bug:</b> %1</td></tr></table>")
-                .arg(bugNote.toHtmlEscaped());
+    html +=
+        QStringLiteral("<table class='bug' width='100%'><tr><td><b>Injected bug:</b> %1</td></tr></table>")
+            .arg(bugNote.toHtmlEscaped());
   if (!result) {
     setHtml(html + tr("<p class='dim'>Not checked yet.</p>"));
     return;
@@ -94,7 +103,8 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage, const std::o
   if (!result->reason.empty())
     html += QStringLiteral("<p>%1</p>").arg(QString::fromStdString(result->reason).toHtmlEscaped());
   if (result->reusedFrom != kNone)
-    html += tr("<p class='dim'>Identical to stage %1 (same canonical form), verdict reused.</p>").arg(result->reusedFrom);
+    html += tr("<p class='dim'>Identical to stage %1 (same canonical form), verdict reused.</p>")
+                .arg(result->reusedFrom);
   html += QStringLiteral("<p class='dim'>engine %1, %2 s</p>")
               .arg(QString::fromStdString(result->engine).toHtmlEscaped())
               .arg(result->seconds, 0, 'f', 3);
@@ -109,26 +119,30 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage, const std::o
   html += cex.confirmed ? tr("<p><b>Counterexample</b> (confirmed by concrete evaluation)</p>")
                         : tr("<p><b>Counterexample</b> (not confirmed: may rely on an abstraction)</p>");
   html += tr("<p><b>Expected vs actual</b> &mdash; %1 differing elements</p>").arg(cex.diffs.size());
-  html += "<table class='diffs' cellspacing='0'><tr><th>where</th><th>tensor</th><th>logical</th><th>index</th>"
-          "<th>expected</th><th>actual</th></tr>";
+  html +=
+      "<table class='diffs' cellspacing='0'><tr><th>where</th><th>tensor</th><th>logical</th><th>index</th>"
+      "<th>expected</th><th>actual</th></tr>";
   for (size_t i = 0; i < cex.diffs.size() && i < kMaxShownElements; ++i) {
     const verify::ElementDiff& d = cex.diffs[i];
-    html += QStringLiteral("<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class='bad'>%6</td></tr>")
+    html += QStringLiteral(
+                "<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class='bad'>%6</td></tr>")
                 .arg(d.device == kNone ? tr("sum of parts") : where(d.device),
                      QString::fromStdString(d.tensor).toHtmlEscaped(),
-                     QString::fromStdString(d.logicalTensor).toHtmlEscaped(), indexString(d.index), num(d.expected),
-                     num(d.actual));
+                     QString::fromStdString(d.logicalTensor).toHtmlEscaped(), indexString(d.index),
+                     num(d.expected), num(d.actual));
   }
   html += "</table>";
   if (cex.diffs.size() > kMaxShownElements)
     html += QStringLiteral("<p class='dim'>&hellip; %1 more</p>").arg(cex.diffs.size() - kMaxShownElements);
   if (!cex.logicalInputs.empty()) {
     html += tr("<p><b>Logical inputs</b></p>");
-    for (const auto& t : cex.logicalInputs) html += tensorHtml(t);
+    for (const auto& t : cex.logicalInputs)
+      html += tensorHtml(t);
   }
   if (!cex.parallelInputs.empty()) {
     html += tr("<p><b>Device inputs</b></p>");
-    for (const auto& t : cex.parallelInputs) html += tensorHtml(t);
+    for (const auto& t : cex.parallelInputs)
+      html += tensorHtml(t);
   }
   setHtml(html);
 }

@@ -9,7 +9,9 @@ namespace {
 
 constexpr double kHalo = 5;  // room outside the box for the selection and link outlines
 
-QColor borderFor(StageState s) { return s == StageState::None ? QColor(0x78, 0x90, 0x9C) : stateColor(s); }
+QColor borderFor(StageState s) {
+  return s == StageState::None ? QColor(0x78, 0x90, 0x9C) : stateColor(s);
+}
 
 double lodOf(const QStyleOptionGraphicsItem* option, QPainter* p) {
   return option->levelOfDetailFromTransform(p->worldTransform());
@@ -36,7 +38,9 @@ void NodeItem::setLinked(bool linked) {
   update();
 }
 
-QRectF NodeItem::boundingRect() const { return rect_.adjusted(-kHalo, -kHalo, kHalo + 4, kHalo + 4); }
+QRectF NodeItem::boundingRect() const {
+  return rect_.adjusted(-kHalo, -kHalo, kHalo + 4, kHalo + 4);
+}
 
 void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
@@ -66,8 +70,10 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   }
   QPen pen(border, failed ? 2.6 : (look_ == Look::Group ? 1.6 : 1.1));
   if (look_ == Look::Input) pen.setStyle(Qt::DashLine);
-  if (isSelected()) pen = QPen(selectionColor(), 2.6);
-  else if (linked_) pen = QPen(linkColor(), 2.6);
+  if (isSelected())
+    pen = QPen(selectionColor(), 2.6);
+  else if (linked_)
+    pen = QPen(linkColor(), 2.6);
   p->setPen(pen);
   p->setBrush(fill);
   p->drawRoundedRect(rect_, radius, radius);
@@ -88,7 +94,8 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   p->setPen(QColor(0x21, 0x21, 0x21));
   p->setFont(titleFont);
   const QFontMetricsF fm(titleFont);
-  QRectF titleRect = detail_.isEmpty() ? text : QRectF(text.left(), text.top(), text.width(), text.height() / 2 + 2);
+  QRectF titleRect =
+      detail_.isEmpty() ? text : QRectF(text.left(), text.top(), text.width(), text.height() / 2 + 2);
   p->drawText(titleRect, Qt::AlignLeft | (detail_.isEmpty() ? Qt::AlignVCenter : Qt::AlignBottom),
               fm.elidedText(title_, Qt::ElideMiddle, text.width()));
   if (!detail_.isEmpty()) {
@@ -117,7 +124,9 @@ bool ClusterItem::titleContains(QPointF scenePos) const {
   return rect_.contains(local) && local.y() < rect_.top() + 22;
 }
 
-QRectF ClusterItem::boundingRect() const { return rect_.adjusted(-2, -2, 2, 2); }
+QRectF ClusterItem::boundingRect() const {
+  return rect_.adjusted(-2, -2, 2, 2);
+}
 
 void ClusterItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);

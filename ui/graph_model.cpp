@@ -34,11 +34,14 @@ int axisIndex(const Mesh& mesh, const char* name) {
   return -1;
 }
 
-bool coordValid(const Plan& plan, const Device& d) { return d.coord.size() == plan.mesh.axes.size(); }
+bool coordValid(const Plan& plan, const Device& d) {
+  return d.coord.size() == plan.mesh.axes.size();
+}
 
 QString boxString(const Box& box) {
   QStringList parts;
-  for (auto [a, b] : box.ranges) parts << QStringLiteral("%1:%2").arg(a).arg(b);
+  for (auto [a, b] : box.ranges)
+    parts << QStringLiteral("%1:%2").arg(a).arg(b);
   return parts.isEmpty() ? QStringLiteral("whole") : "[" + parts.join(", ") + "]";
 }
 
@@ -171,7 +174,8 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
       reps.push_back(static_cast<int>(i));
       continue;
     }
-    if (sel.mode == ParallelSelection::Mode::PipelineStage && ppAxis >= 0 && valid && d.coord[ppAxis] != sel.value)
+    if (sel.mode == ParallelSelection::Mode::PipelineStage && ppAxis >= 0 && valid &&
+        d.coord[ppAxis] != sel.value)
       continue;
     std::vector<int64_t> key = valid ? d.coord : std::vector<int64_t>{d.rank};
     if (valid && dpAxis >= 0) key[dpAxis] = 0;
@@ -192,7 +196,8 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
       if (sel.mode == ParallelSelection::Mode::PipelineStage && static_cast<int>(a) == ppAxis) continue;
       levels.push_back(static_cast<int>(a));
     }
-  if (levels.size() > 0 && reps.size() <= kMaxChildren) levels.clear();  // few devices: a flat list reads best
+  if (levels.size() > 0 && reps.size() <= kMaxChildren)
+    levels.clear();  // few devices: a flat list reads best
   std::map<std::vector<int64_t>, int> meshGroups;
   for (int di : reps) {
     const Device& d = plan.devices[di];
@@ -284,7 +289,8 @@ int GraphModel::countLeaves(int node) {
   HierarchyNode& n = nodes_[node];
   if (!n.isGroup()) return n.leafCount = 1;
   int total = 0;
-  for (int c : n.children) total += countLeaves(c);
+  for (int c : n.children)
+    total += countLeaves(c);
   nodes_[node].leafCount = total;
   if (nodes_[node].kind != HierarchyNode::Kind::Leaf && nodes_[node].kind != HierarchyNode::Kind::Device)
     nodes_[node].detail = QStringLiteral("%1 nodes").arg(total);
@@ -338,11 +344,13 @@ void GraphModel::expandAll() {
 }
 
 void GraphModel::collapseAll() {
-  for (size_t i = 1; i < nodes_.size(); ++i) nodes_[i].expanded = false;
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    nodes_[i].expanded = false;
 }
 
 void GraphModel::reveal(int node) {
-  for (int p = nodes_[node].parent; p > 0; p = nodes_[p].parent) nodes_[p].expanded = true;
+  for (int p = nodes_[node].parent; p > 0; p = nodes_[p].parent)
+    nodes_[p].expanded = true;
 }
 
 void GraphModel::autoExpand(int budget) {
@@ -385,7 +393,8 @@ VisibleGraph GraphModel::visible() const {
       }
     }
     rep[n] = shownAs;
-    for (auto it = hn.children.rbegin(); it != hn.children.rend(); ++it) stack.emplace_back(*it, shownAs);
+    for (auto it = hn.children.rbegin(); it != hn.children.rend(); ++it)
+      stack.emplace_back(*it, shownAs);
   }
   std::unordered_map<uint64_t, size_t> edgeIndex;
   for (auto [a, b] : elementEdges_) {
@@ -452,7 +461,8 @@ std::vector<int> GraphModel::find(const QString& text) const {
     if (e.kind == Element::Kind::Op) {
       const Op& op = g.ops[e.index];
       names = {op.id, op.kind, op.scope};
-      for (ValueId v : op.outputs) names.push_back(g.values[v].name);
+      for (ValueId v : op.outputs)
+        names.push_back(g.values[v].name);
     } else {
       names = {g.values[e.index].name};
     }
@@ -468,7 +478,8 @@ std::vector<int> GraphModel::find(const QString& text) const {
   }
   std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<int> out;
-  for (auto& s : scored) out.push_back(s.second);
+  for (auto& s : scored)
+    out.push_back(s.second);
   return out;
 }
 
@@ -505,11 +516,14 @@ QString GraphModel::tooltip(int node) const {
   if (!op.origin.empty()) t += "<br>origin " + QString::fromStdString(op.origin).toHtmlEscaped();
   for (ValueId v : op.inputs)
     t += QStringLiteral("<br>in&nbsp; %1: %2%3")
-             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]), lineage(v));
+             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]),
+                  lineage(v));
   for (ValueId v : op.outputs)
     t += QStringLiteral("<br>out %1: %2%3")
-             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]), lineage(v));
-  if (!op.attrs.empty()) t += "<br>attrs " + QString::fromStdString(op.attrs.dump()).toHtmlEscaped().left(300);
+             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]),
+                  lineage(v));
+  if (!op.attrs.empty())
+    t += "<br>attrs " + QString::fromStdString(op.attrs.dump()).toHtmlEscaped().left(300);
   return t;
 }
 

@@ -108,7 +108,8 @@ void GraphView::relayout(int anchorNode) {
     auto it = clusterIndex.find(hn.parent);
     job.nodes.push_back({n, width, height, it == clusterIndex.end() ? -1 : it->second});
   }
-  for (const auto& e : vg.edges) job.edges.push_back({e.from, e.to, e.count});
+  for (const auto& e : vg.edges)
+    job.edges.push_back({e.from, e.to, e.count});
   latestJob_->store(job.id);
   pending_ = true;
   worker_->submit(std::move(job));
@@ -131,7 +132,8 @@ void GraphView::onLayout(const LayoutResult& r) {
   }
   for (const auto& c : r.clusters) {
     int depth = 0;
-    for (int p = model_->node(c.id).parent; p > 0; p = model_->node(p).parent) ++depth;
+    for (int p = model_->node(c.id).parent; p > 0; p = model_->node(p).parent)
+      ++depth;
     auto* item = new ClusterItem(c.id, model_->node(c.id).label, QRectF(c.x, c.y, c.width, c.height), depth);
     item->setToolTip(model_->tooltip(c.id));
     scene()->addItem(item);
@@ -139,14 +141,16 @@ void GraphView::onLayout(const LayoutResult& r) {
   }
   for (const auto& b : r.nodes) {
     const HierarchyNode& hn = model_->node(b.id);
-    auto* item = new NodeItem(b.id, lookOf(*model_, b.id), hn.label, hn.detail, QRectF(b.x, b.y, b.width, b.height));
+    auto* item =
+        new NodeItem(b.id, lookOf(*model_, b.id), hn.label, hn.detail, QRectF(b.x, b.y, b.width, b.height));
     item->setToolTip(model_->tooltip(b.id));
     scene()->addItem(item);
     nodeItems_[b.id] = item;
   }
   const VisibleGraph vg = model_->visible();
   std::map<std::pair<int, int>, int> counts;
-  for (const auto& e : vg.edges) counts[{e.from, e.to}] = e.count;
+  for (const auto& e : vg.edges)
+    counts[{e.from, e.to}] = e.count;
   for (const auto& e : r.edges) {
     if (e.points.size() < 4) continue;
     QPainterPath path(QPointF(e.points[0].first, e.points[0].second));
@@ -178,8 +182,10 @@ void GraphView::onLayout(const LayoutResult& r) {
   } else if (anchorNode_ >= 0 && anchorNode_ < model_->size()) {
     centerOnNodes({model_->visibleNodeOf(anchorNode_)});
   }
-  if (centerOnSelection_) centerOnNodes(visibleNodesFor(selectedElements_));
-  else if (centerOnLinks_) centerOnNodes(visibleNodesFor(linkedElements_));
+  if (centerOnSelection_)
+    centerOnNodes(visibleNodesFor(selectedElements_));
+  else if (centerOnLinks_)
+    centerOnNodes(visibleNodesFor(linkedElements_));
   centerOnSelection_ = centerOnLinks_ = false;
   emit statusMessage(QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges in %4 ms")
                          .arg(r.nodes.size())
@@ -208,8 +214,10 @@ void GraphView::applyStates() {
       slot = combine(slot, s);
     }
   }
-  for (auto& [node, item] : nodeItems_) item->setState(agg.count(node) ? agg[node] : StageState::None);
-  for (auto& [node, item] : clusterItems_) item->setState(agg.count(node) ? agg[node] : StageState::None);
+  for (auto& [node, item] : nodeItems_)
+    item->setState(agg.count(node) ? agg[node] : StageState::None);
+  for (auto& [node, item] : clusterItems_)
+    item->setState(agg.count(node) ? agg[node] : StageState::None);
 }
 
 StageState GraphView::nodeState(int node) const {
@@ -258,8 +266,10 @@ void GraphView::setLinkedElements(const std::vector<int>& elements, bool center)
 void GraphView::applyLinks(bool center) {
   std::vector<int> nodes = visibleNodesFor(linkedElements_);
   std::set<int> linked(nodes.begin(), nodes.end());
-  for (auto& [node, item] : nodeItems_) item->setLinked(linked.count(node) > 0);
-  for (auto& [item, ends] : edgeItems_) item->setEmphasis(linked.count(ends.first) && linked.count(ends.second));
+  for (auto& [node, item] : nodeItems_)
+    item->setLinked(linked.count(node) > 0);
+  for (auto& [item, ends] : edgeItems_)
+    item->setEmphasis(linked.count(ends.first) && linked.count(ends.second));
   if (center) centerOnNodes(nodes);
 }
 
@@ -302,7 +312,8 @@ void GraphView::focusNode(int node) {
 void GraphView::centerOnNodes(const std::vector<int>& nodes) {
   QRectF box;
   for (int n : nodes)
-    if (auto it = nodeItems_.find(n); it != nodeItems_.end()) box = box.united(it->second->sceneBoundingRect());
+    if (auto it = nodeItems_.find(n); it != nodeItems_.end())
+      box = box.united(it->second->sceneBoundingRect());
   if (box.isNull()) return;
   QRectF visible = mapToScene(viewport()->rect()).boundingRect();
   if (box.width() > visible.width() || box.height() > visible.height()) {
@@ -349,8 +360,12 @@ void GraphView::scaleBy(double factor) {
   scale(factor, factor);
 }
 
-void GraphView::zoomIn() { scaleBy(1.25); }
-void GraphView::zoomOut() { scaleBy(0.8); }
+void GraphView::zoomIn() {
+  scaleBy(1.25);
+}
+void GraphView::zoomOut() {
+  scaleBy(0.8);
+}
 
 void GraphView::fitAll() {
   QRectF box = scene()->itemsBoundingRect();
@@ -386,8 +401,10 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
   QMenu menu(this);
   int target = -1;
   for (QGraphicsItem* item : items(event->pos())) {
-    if (auto* node = dynamic_cast<NodeItem*>(item)) target = node->node();
-    else if (auto* cluster = dynamic_cast<ClusterItem*>(item)) target = cluster->node();
+    if (auto* node = dynamic_cast<NodeItem*>(item))
+      target = node->node();
+    else if (auto* cluster = dynamic_cast<ClusterItem*>(item))
+      target = cluster->node();
     if (target >= 0) break;
   }
   if (target >= 0) {

@@ -26,7 +26,8 @@ void printError(const QString& text) {
 
 void settle(int ms) {
   QDeadlineTimer until(ms);
-  while (!until.hasExpired()) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  while (!until.hasExpired())
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
 }
 
 }  // namespace
@@ -49,7 +50,8 @@ int runHeadless(MainWindow& window, bool verify, const QString& screenshot) {
       done = true;
     });
     window.runVerification();
-    while (!done) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    while (!done)
+      QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
     code = verify::exitCode(report.verdict);
     QTextStream out(stdout);
     out << QString::fromStdString(verify::reportToText(report)) << Qt::flush;
@@ -85,9 +87,10 @@ int runInspector(int argc, char** argv) {
                              "FILE");
   QCommandLineOption jobsOpt("jobs", "Worker threads for this run.", "N");
   QCommandLineOption timeoutOpt("timeout", "Per-stage timeout in seconds for this run.", "S");
-  QCommandLineOption modelOpt("model", "Generate a plan for this zoo model instead of opening a file.", "NAME");
-  QCommandLineOption parallelOpt("parallel", "Parallel degrees for --model, e.g. dp=2,tp=2,pp=2,mb=2.", "SPEC",
-                                 "dp=2");
+  QCommandLineOption modelOpt("model", "Generate a plan for this zoo model instead of opening a file.",
+                              "NAME");
+  QCommandLineOption parallelOpt("parallel", "Parallel degrees for --model, e.g. dp=2,tp=2,pp=2,mb=2.",
+                                 "SPEC", "dp=2");
   QCommandLineOption layersOpt("layers", "Layers for --model (default: the model's own).", "L", "0");
   QCommandLineOption injectOpt("inject", "Catalog bug to inject into the generated plan.", "BUG[@WHERE]");
   parser.addOptions({verifyOpt, shotOpt, jobsOpt, timeoutOpt, modelOpt, parallelOpt, layersOpt, injectOpt});

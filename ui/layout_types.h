@@ -3,9 +3,9 @@
 
 #include <QMetaType>
 #include <QString>
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <atomic>
 #include <vector>
 
 namespace paraproof::ui {

@@ -34,9 +34,13 @@ class GraphvizLayouter {
 
 namespace {
 
-char* cs(const char* s) { return const_cast<char*>(s); }
+char* cs(const char* s) {
+  return const_cast<char*>(s);
+}
 
-std::string inches(double points) { return std::to_string(points / 72.0); }
+std::string inches(double points) {
+  return std::to_string(points / 72.0);
+}
 
 }  // namespace
 
@@ -47,6 +51,7 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
   r.id = job.id;
   Agraph_t* g = agopen(cs("layout"), Agdirected, nullptr);
   agattr(g, AGRAPH, cs("rankdir"), cs("TB"));
+  agattr(g, AGRAPH, cs("newrank"), cs("true"));  // rank across clusters: dataflow reads top-down
   agattr(g, AGRAPH, cs("nodesep"), cs("0.25"));
   agattr(g, AGRAPH, cs("ranksep"), cs("0.4"));
   agattr(g, AGRAPH, cs("fontsize"), cs("13"));
@@ -88,7 +93,8 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
     auto a = byId.find(e.from), b = byId.find(e.to);
     if (a == byId.end() || b == byId.end()) continue;
     Agedge_t* ae = agedge(g, a->second, b->second, nullptr, 1);
-    if (e.weight > 1) agsafeset(ae, cs("weight"), cs(std::to_string(std::min(e.weight, 20)).c_str()), cs("1"));
+    if (e.weight > 1)
+      agsafeset(ae, cs("weight"), cs(std::to_string(std::min(e.weight, 20)).c_str()), cs("1"));
     edges.emplace_back(ae, &e);
   }
 
@@ -119,7 +125,8 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
     out.to = e->to;
     if (splines* spl = ED_spl(ae); spl && spl->size > 0) {
       const bezier& bz = spl->list[0];
-      for (int p = 0; p < bz.size; ++p) out.points.push_back(flip(bz.list[p]));
+      for (int p = 0; p < bz.size; ++p)
+        out.points.push_back(flip(bz.list[p]));
       if (bz.eflag) {
         out.hasArrow = true;
         out.arrowTip = flip(bz.ep);
@@ -156,7 +163,8 @@ LayoutWorker::~LayoutWorker() {
 }
 
 void LayoutWorker::submit(LayoutJob job) {
-  QMetaObject::invokeMethod(context_, [this, job = std::move(job)] { run(job); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      context_, [this, job = std::move(job)] { run(job); }, Qt::QueuedConnection);
 }
 
 void LayoutWorker::run(const LayoutJob& job) {

@@ -28,7 +28,7 @@ class LayoutWorker : public QObject {
 
   std::atomic<uint64_t> lastJobId_{0};
   QThread thread_;
-  QObject* context_ = nullptr;  // lives on thread_, receives the queued jobs
+  QObject* context_ = nullptr;            // lives on thread_, receives the queued jobs
   GraphvizLayouter* layouter_ = nullptr;  // created and destroyed on thread_
 };
 

@@ -44,7 +44,8 @@ LegendWidget::LegendWidget(QWidget* parent) : QWidget(parent) {
   QColor sel = selectionColor(), link = linkColor();
   add(sel, sel.lighter(180), tr("selected"));
   add(link, link.lighter(180), tr("linked"));
-  setToolTip(tr("Node fill and border show the state of the stages covering it; a group shows its worst member."));
+  setToolTip(
+      tr("Node fill and border show the state of the stages covering it; a group shows its worst member."));
 }
 
 }  // namespace paraproof::ui

@@ -47,7 +47,8 @@ LineageIndex::LineageIndex(const GraphModel& logical, const GraphModel& parallel
       if (origin >= 0)
         targets.insert(origin);
       else
-        for (ValueId v : op.outputs) addLineageOf(v);
+        for (ValueId v : op.outputs)
+          addLineageOf(v);
     }
     for (int le : targets) {
       toLogical_[pe].push_back(le);

@@ -41,12 +41,14 @@
 #include "ui/zoo_dialog.h"
 
 // Resources of a static library must be registered explicitly (outside any namespace).
-static void initInspectorResources() { Q_INIT_RESOURCE(paraproof); }
+static void initInspectorResources() {
+  Q_INIT_RESOURCE(paraproof);
+}
 
 namespace paraproof::ui {
 namespace {
 
-constexpr int kOverviewBudget = 60;  // visible nodes per view after opening a plan
+constexpr int kOverviewBudget = 40;  // visible nodes per view after opening a plan
 
 QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) {
   auto* panel = new QWidget(parent);
@@ -150,7 +152,8 @@ void MainWindow::buildCentral() {
   connect(logicalView_, &GraphView::elementsSelected, this, &MainWindow::onLogicalSelection);
   connect(parallelView_, &GraphView::elementsSelected, this, &MainWindow::onParallelSelection);
   for (GraphView* v : {logicalView_, parallelView_}) {
-    connect(v, &GraphView::statusMessage, this, [this](const QString& m) { statusBar()->showMessage(m, 4000); });
+    connect(v, &GraphView::statusMessage, this,
+            [this](const QString& m) { statusBar()->showMessage(m, 4000); });
     connect(v, &GraphView::elementsSelected, this, [this, v] { lastActiveView_ = v; });
   }
 }
@@ -167,8 +170,8 @@ void MainWindow::buildDocks() {
   stageFilter_->setClearButtonEnabled(true);
   stateFilter_ = new QComboBox(stagePanel);
   stateFilter_->addItem(tr("All states"), -1);
-  for (StageState s : {StageState::Failed, StageState::Inconclusive, StageState::Verified, StageState::Running,
-                       StageState::Pending})
+  for (StageState s : {StageState::Failed, StageState::Inconclusive, StageState::Verified,
+                       StageState::Running, StageState::Pending})
     stateFilter_->addItem(stateName(s), static_cast<int>(s));
   filterRow->addWidget(stageFilter_, 1);
   filterRow->addWidget(stateFilter_);
@@ -189,9 +192,13 @@ void MainWindow::buildDocks() {
   stageTable_->verticalHeader()->setDefaultSectionSize(22);
   stageTable_->horizontalHeader()->setStretchLastSection(true);
   stageTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
-  for (auto [col, w] : {std::pair{StageTableModel::Id, 56}, {StageTableModel::Status, 110},
-                        {StageTableModel::Kind, 110}, {StageTableModel::Scope, 220},
-                        {StageTableModel::Devices, 90}, {StageTableModel::Ops, 70}, {StageTableModel::Time, 70},
+  for (auto [col, w] : {std::pair{StageTableModel::Id, 56},
+                        {StageTableModel::Status, 110},
+                        {StageTableModel::Kind, 110},
+                        {StageTableModel::Scope, 220},
+                        {StageTableModel::Devices, 90},
+                        {StageTableModel::Ops, 70},
+                        {StageTableModel::Time, 70},
                         {StageTableModel::Engine, 70}})
     stageTable_->setColumnWidth(col, w);
   v->addWidget(stageTable_);
@@ -220,13 +227,14 @@ void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(icon("open"), tr("&Open Plan\u2026"), this, &MainWindow::openDialog);
   open->setShortcut(QKeySequence::Open);
-  QAction* zoo = file->addAction(icon("zoo"), tr("&New Plan from Model Zoo\u2026"), this, &MainWindow::openZooDialog);
+  QAction* zoo =
+      file->addAction(icon("zoo"), tr("&New Plan from Model Zoo\u2026"), this, &MainWindow::openZooDialog);
   zoo->setShortcut(QKeySequence::New);
   open->setIconText(tr("Open"));
   zoo->setIconText(tr("Model Zoo"));
   file->addSeparator();
-  QAction* exportViewAction = file->addAction(icon("export"), tr("Export &View as PNG/SVG\u2026"), this,
-                                              &MainWindow::exportView);
+  QAction* exportViewAction =
+      file->addAction(icon("export"), tr("Export &View as PNG/SVG\u2026"), this, &MainWindow::exportView);
   exportViewAction->setShortcut(QKeySequence(tr("Ctrl+E")));
   QAction* exportReportAction =
       file->addAction(tr("Export &Report as JSON\u2026"), this, &MainWindow::exportReport);
@@ -236,9 +244,7 @@ void MainWindow::buildActions() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  auto both = [this](void (GraphView::*f)()) {
-    return [this, f] { (activeView()->*f)(); };
-  };
+  auto both = [this](void (GraphView::*f)()) { return [this, f] { (activeView()->*f)(); }; };
   QAction* fit = view->addAction(icon("fit"), tr("&Fit to Window"), this, both(&GraphView::fitAll));
   fit->setShortcut(QKeySequence(tr("Ctrl+0")));
   QAction* zin = view->addAction(icon("zoom-in"), tr("Zoom &In"), this, both(&GraphView::zoomIn));
@@ -248,7 +254,8 @@ void MainWindow::buildActions() {
   view->addSeparator();
   QAction* expand = view->addAction(icon("expand"), tr("&Expand All"), this, both(&GraphView::expandAll));
   expand->setShortcut(QKeySequence(tr("Ctrl+Shift+Down")));
-  QAction* collapse = view->addAction(icon("collapse"), tr("&Collapse All"), this, both(&GraphView::collapseAll));
+  QAction* collapse =
+      view->addAction(icon("collapse"), tr("&Collapse All"), this, both(&GraphView::collapseAll));
   collapse->setShortcut(QKeySequence(tr("Ctrl+Shift+Up")));
   view->addSeparator();
   QAction* find = view->addAction(icon("search"), tr("&Find\u2026"), this, [this] {
@@ -259,10 +266,12 @@ void MainWindow::buildActions() {
   QAction* findNext = view->addAction(tr("Find &Next"), this, [this] { search(searchBox_->text()); });
   findNext->setShortcut(QKeySequence::FindNext);
   view->addSeparator();
-  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+  for (QDockWidget* dock : findChildren<QDockWidget*>())
+    view->addAction(dock->toggleViewAction());
 
   QMenu* verifyMenu = menuBar()->addMenu(tr("&Verify"));
-  runAction_ = verifyMenu->addAction(icon("run"), tr("&Run Verification"), this, &MainWindow::runVerification);
+  runAction_ =
+      verifyMenu->addAction(icon("run"), tr("&Run Verification"), this, &MainWindow::runVerification);
   runAction_->setShortcuts({QKeySequence(tr("F5")), QKeySequence(tr("Ctrl+R"))});
   runAction_->setEnabled(false);
   cancelAction_ = verifyMenu->addAction(icon("stop"), tr("&Cancel"), this, &MainWindow::cancelVerification);
@@ -296,7 +305,8 @@ void MainWindow::buildActions() {
   for (QAction* a : {fit, zin, zout, expand, collapse}) {
     bar->addAction(a);
   }
-  for (QAction* a : {fit, zin, zout, expand, collapse}) a->setPriority(QAction::LowPriority);
+  for (QAction* a : {fit, zin, zout, expand, collapse})
+    a->setPriority(QAction::LowPriority);
   bar->addSeparator();
   searchBox_ = new QLineEdit(bar);
   searchBox_->setPlaceholderText(tr("Find op, tensor or scope (Ctrl+F)"));
@@ -320,7 +330,7 @@ void MainWindow::buildStatusBar() {
   progress_->setTextVisible(true);
   progress_->setRange(0, 1);
   progress_->setValue(0);
-  progress_->setFormat(tr("%v / %m stages"));
+  progress_->setFormat(tr("not verified"));
   cancelButton_ = new QPushButton(QIcon(":/icons/stop.svg"), tr("Cancel"), this);
   cancelButton_->setEnabled(false);
   connect(cancelButton_, &QPushButton::clicked, this, &MainWindow::cancelVerification);
@@ -338,7 +348,8 @@ bool MainWindow::openPlanFile(const QString& path, QString* error) {
     return true;
   } catch (const PlanError& e) {
     QString text;
-    for (const Diagnostic& d : e.diagnostics()) text += QString::fromStdString(d.str()) + "\n";
+    for (const Diagnostic& d : e.diagnostics())
+      text += QString::fromStdString(d.str()) + "\n";
     if (text.isEmpty()) text = QString::fromUtf8(e.what());
     if (error) *error = text.trimmed();
     statusBar()->showMessage(tr("Could not open %1").arg(path));
@@ -361,6 +372,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   verdictLabel_->clear();
   progress_->setRange(0, 1);
   progress_->setValue(0);
+  progress_->setFormat(tr("not verified"));
   progressLabel_->clear();
   logicalModel_ = std::make_shared<GraphModel>(GraphModel::logical(*plan_));
   logicalModel_->autoExpand(kOverviewBudget);
@@ -391,9 +403,11 @@ void MainWindow::refreshParallelChoices() {
     for (const Device& d : plan_->devices)
       if (pp >= 0 && d.coord.size() > static_cast<size_t>(pp)) stages.insert(d.coord[pp]);
     if (stages.empty()) stages.insert(0);
-    for (int64_t s : stages) parallelValue_->addItem(tr("pp %1").arg(s), static_cast<int>(s));
+    for (int64_t s : stages)
+      parallelValue_->addItem(tr("pp %1").arg(s), static_cast<int>(s));
   } else if (mode == ParallelSelection::Mode::Device) {
-    for (const Device& d : plan_->devices) parallelValue_->addItem(tr("rank %1").arg(d.rank), d.rank);
+    for (const Device& d : plan_->devices)
+      parallelValue_->addItem(tr("rank %1").arg(d.rank), d.rank);
   }
   parallelValue_->setVisible(parallelValue_->count() > 0);
 }
@@ -419,11 +433,13 @@ void MainWindow::rebuildParallelModel() {
   pushStates();
   int shown = static_cast<int>(parallelModel_->shownDevices().size());
   int covered = 0;
-  for (size_t d = 0; d < plan_->devices.size(); ++d) covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
-  parallelHeader_->setText(tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
-                               .arg(covered)
-                               .arg(plan_->devices.size())
-                               .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
+  for (size_t d = 0; d < plan_->devices.size(); ++d)
+    covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
+  parallelHeader_->setText(
+      tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
+          .arg(covered)
+          .arg(plan_->devices.size())
+          .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
 }
 
 void MainWindow::updateTitle() {
@@ -433,7 +449,9 @@ void MainWindow::updateTitle() {
   if (plan_) {
     QStringList mesh;
     for (size_t a = 0; a < plan_->mesh.axes.size() && a < plan_->mesh.shape.size(); ++a)
-      mesh << QStringLiteral("%1=%2").arg(QString::fromStdString(plan_->mesh.axes[a])).arg(plan_->mesh.shape[a]);
+      mesh << QStringLiteral("%1=%2")
+                  .arg(QString::fromStdString(plan_->mesh.axes[a]))
+                  .arg(plan_->mesh.shape[a]);
     logicalHeader_->setText(tr("<b>Logical</b> &nbsp;<span style='color:#607d8b'>%1 &middot; %2 ops &middot; "
                                "mesh %3</span>")
                                 .arg(name.toHtmlEscaped())
@@ -467,7 +485,9 @@ void MainWindow::cancelVerification() {
   statusBar()->showMessage(tr("Cancelling\u2026"));
 }
 
-bool MainWindow::isVerifying() const { return controller_->isRunning(); }
+bool MainWindow::isVerifying() const {
+  return controller_->isRunning();
+}
 
 void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
   stageInfos_ = stages;
@@ -475,6 +495,7 @@ void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
   if (logicalModel_ && parallelModel_) stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
   progress_->setRange(0, std::max(1, static_cast<int>(stages.size())));
   progress_->setValue(0);
+  progress_->setFormat(tr("%v / %m stages"));
   pushStates();
 }
 
@@ -491,7 +512,8 @@ void MainWindow::onFinished(const verify::Report& report) {
   if (stageModel_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty()) {
     onStagesPlanned(report.stages);
   }
-  for (const auto& r : report.results) stageModel_->setResult(r);
+  for (const auto& r : report.results)
+    stageModel_->setResult(r);
   if (report.cancelled) stageModel_->markUnfinishedCancelled();
   pushStates();
   runAction_->setEnabled(true);
@@ -511,7 +533,8 @@ void MainWindow::onFinished(const verify::Report& report) {
   verdictLabel_->setText(QStringLiteral("<b style='color:%1'>%2</b>").arg(c.darker(110).name(), verdict));
   if (report.verdict == verify::Verdict::Invalid) {
     QString errors;
-    for (const auto& d : report.errors) errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
+    for (const auto& d : report.errors)
+      errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
     cexPanel_->setHtml(tr("<h3 style='color:#c62828'>The plan is invalid</h3><p>%1</p>").arg(errors));
   }
   statusBar()->showMessage(tr("%1: %2 verified, %3 failed, %4 inconclusive of %5 stages in %6 s")
@@ -521,7 +544,17 @@ void MainWindow::onFinished(const verify::Report& report) {
                                .arg(inconclusive)
                                .arg(stageModel_->stageCount())
                                .arg(report.seconds, 0, 'f', 2));
-  if (int first = firstFailingStage(); first >= 0) selectStage(first);
+  if (int first = firstFailingStage(); first >= 0)
+    selectStage(first);
+  else if (report.verdict != verify::Verdict::Invalid)
+    cexPanel_->showNothing(report.cancelled
+                               ? tr("Cancelled: %1 of %2 stages checked.")
+                                     .arg(verified + inconclusive)
+                                     .arg(stageModel_->stageCount())
+                               : tr("No counterexample: %1 of %2 stages verified. Select a stage to "
+                                    "see it in both views.")
+                                     .arg(verified)
+                                     .arg(stageModel_->stageCount()));
   emit verificationFinished(report);
 }
 
@@ -531,9 +564,10 @@ void MainWindow::updateProgress() {
     done += s == StageState::Verified || s == StageState::Failed || s == StageState::Inconclusive;
   if (stageModel_->stageCount() > 0) progress_->setValue(done);
   int failed = stageModel_->count(StageState::Failed);
-  progressLabel_->setText(tr("%1%2 s").arg(failed ? tr("<b style='color:#c62828'>%1 failed</b> &middot; ").arg(failed)
-                                                  : QString())
-                              .arg(controller_->elapsedSeconds(), 0, 'f', 1));
+  progressLabel_->setText(
+      tr("%1%2 s")
+          .arg(failed ? tr("<b style='color:#c62828'>%1 failed</b> &middot; ").arg(failed) : QString())
+          .arg(controller_->elapsedSeconds(), 0, 'f', 1));
 }
 
 void MainWindow::scheduleStatePush() {
@@ -558,7 +592,8 @@ void MainWindow::selectStage(int stageIndex) {
   if (stageIndex < 0 || stageIndex >= stageModel_->stageCount()) return;
   QModelIndex proxyIndex = stageProxy_->mapFromSource(stageModel_->index(stageIndex, 0));
   if (proxyIndex.isValid()) {
-    stageTable_->selectionModel()->select(proxyIndex, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    stageTable_->selectionModel()->select(proxyIndex,
+                                          QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     stageTable_->scrollTo(proxyIndex);
   }
   // Selecting the row calls back here through onStageRowChanged; filtered-out rows are focused directly.
@@ -616,8 +651,10 @@ bool MainWindow::search(const QString& text) {
     lastSearch_ = text;
     searchHits_.clear();
     searchPos_ = 0;
-    for (int n : logicalModel_->find(text)) searchHits_.emplace_back(logicalView_, n);
-    for (int n : parallelModel_->find(text)) searchHits_.emplace_back(parallelView_, n);
+    for (int n : logicalModel_->find(text))
+      searchHits_.emplace_back(logicalView_, n);
+    for (int n : parallelModel_->find(text))
+      searchHits_.emplace_back(parallelView_, n);
   }
   if (searchHits_.empty()) {
     statusBar()->showMessage(tr("No op, tensor or scope matches \u201c%1\u201d").arg(text), 4000);
@@ -633,16 +670,20 @@ bool MainWindow::search(const QString& text) {
   GraphView* other = view == logicalView_ ? parallelView_ : logicalView_;
   other->selectElements({}, false);
   view->setLinkedElements({}, false);
-  other->setLinkedElements(view == logicalView_ ? lineage_.parallelFor(elements) : lineage_.logicalFor(elements));
-  statusBar()->showMessage(tr("Match %1 of %2: %3 (%4)")
-                               .arg(shown)
-                               .arg(searchHits_.size())
-                               .arg(model->node(node).label, view == logicalView_ ? tr("logical") : tr("parallel")),
-                           5000);
+  other->setLinkedElements(view == logicalView_ ? lineage_.parallelFor(elements)
+                                                : lineage_.logicalFor(elements));
+  statusBar()->showMessage(
+      tr("Match %1 of %2: %3 (%4)")
+          .arg(shown)
+          .arg(searchHits_.size())
+          .arg(model->node(node).label, view == logicalView_ ? tr("logical") : tr("parallel")),
+      5000);
   return true;
 }
 
-bool MainWindow::layoutsPending() const { return logicalView_->layoutPending() || parallelView_->layoutPending(); }
+bool MainWindow::layoutsPending() const {
+  return logicalView_->layoutPending() || parallelView_->layoutPending();
+}
 
 GraphView* MainWindow::activeView() const {
   if (parallelView_->hasFocus()) return parallelView_;
@@ -669,8 +710,8 @@ QString MainWindow::bugNote() const {
     }
   }
   // Hand-made fixtures say what they break in metadata.expect.why.
-  if (m.contains("expect") && m["expect"].is_object() && m["expect"].contains("why") && m["expect"]["why"].is_string() &&
-      m["expect"].value("verdict", "") == "not_equivalent")
+  if (m.contains("expect") && m["expect"].is_object() && m["expect"].contains("why") &&
+      m["expect"]["why"].is_string() && m["expect"].value("verdict", "") == "not_equivalent")
     return QString::fromStdString(m["expect"]["why"].get<std::string>());
   return {};
 }
@@ -742,10 +783,8 @@ void MainWindow::showSettings() {
   if (dialog.exec() != QDialog::Accepted) return;
   options_ = dialog.options();
   saveVerifyOptions(options_);
-  statusBar()->showMessage(tr("Settings saved: %1 workers, %2 s per stage")
-                               .arg(options_.jobs)
-                               .arg(options_.timeoutSeconds),
-                           4000);
+  statusBar()->showMessage(
+      tr("Settings saved: %1 workers, %2 s per stage").arg(options_.jobs).arg(options_.timeoutSeconds), 4000);
 }
 
 void MainWindow::showAbout() {
@@ -756,7 +795,8 @@ void MainWindow::showAbout() {
          "stage by stage, and shows where and why it does not.</p>"
          "<p>Left: the logical model. Right: the device programs. Select a node to see its counterparts; "
          "double-click a group to expand or collapse it.</p>"
-         "<p>Shortcuts: Ctrl+O open, F5 run, Shift+F5 cancel, Ctrl+F find, F3 find next, Ctrl+J first failure, "
+         "<p>Shortcuts: Ctrl+O open, F5 run, Shift+F5 cancel, Ctrl+F find, F3 find next, Ctrl+J first "
+         "failure, "
          "Ctrl+0 fit, Ctrl+&plusmn; zoom.</p>"
          "<p>Built with Qt %2, Z3 and Graphviz.</p>")
           .arg(QStringLiteral(PARAPROOF_VERSION_STRING), QString::fromLatin1(qVersion())));

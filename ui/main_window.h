@@ -7,9 +7,9 @@
 
 #include "core/plan/plan.h"
 #include "core/verify/verify.h"
-#include "ui/report_metatypes.h"
 #include "ui/graph_model.h"
 #include "ui/lineage_index.h"
+#include "ui/report_metatypes.h"
 #include "ui/stage_map.h"
 
 class QComboBox;

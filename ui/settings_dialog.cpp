@@ -26,7 +26,8 @@ void saveVerifyOptions(const verify::Options& o) {
   s.setValue("verify/engine", static_cast<int>(o.engine));
 }
 
-SettingsDialog::SettingsDialog(const verify::Options& current, QWidget* parent) : QDialog(parent), base_(current) {
+SettingsDialog::SettingsDialog(const verify::Options& current, QWidget* parent)
+    : QDialog(parent), base_(current) {
   setWindowTitle(tr("Verification Settings"));
   auto* form = new QFormLayout(this);
   jobs_ = new QSpinBox(this);

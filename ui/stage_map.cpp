@@ -9,7 +9,8 @@ std::vector<StageState> statesOf(const std::vector<std::vector<int>>& members, s
                                  const std::vector<StageState>& stageStates) {
   std::vector<StageState> out(elementCount, StageState::None);
   for (size_t s = 0; s < members.size() && s < stageStates.size(); ++s)
-    for (int e : members[s]) out[e] = combine(out[e], stageStates[s]);
+    for (int e : members[s])
+      out[e] = combine(out[e], stageStates[s]);
   return out;
 }
 
@@ -49,7 +50,11 @@ std::vector<StageState> StageMap::parallelStates(const std::vector<StageState>& 
   return statesOf(parallel_, parallelCount_, stageStates);
 }
 
-std::vector<int> StageMap::stagesOfLogical(int element) const { return stagesOf(logical_, element); }
-std::vector<int> StageMap::stagesOfParallel(int element) const { return stagesOf(parallel_, element); }
+std::vector<int> StageMap::stagesOfLogical(int element) const {
+  return stagesOf(logical_, element);
+}
+std::vector<int> StageMap::stagesOfParallel(int element) const {
+  return stagesOf(parallel_, element);
+}
 
 }  // namespace paraproof::ui

@@ -12,7 +12,8 @@ namespace paraproof::ui {
 class StageMap {
  public:
   StageMap() = default;
-  StageMap(const std::vector<verify::StageInfo>& stages, const GraphModel& logical, const GraphModel& parallel);
+  StageMap(const std::vector<verify::StageInfo>& stages, const GraphModel& logical,
+           const GraphModel& parallel);
 
   int stageCount() const { return static_cast<int>(logical_.size()); }
   const std::vector<int>& logicalElements(int stage) const { return logical_[stage]; }

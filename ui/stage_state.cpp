@@ -68,7 +68,11 @@ QColor stateFillColor(StageState s) {
   return Qt::white;
 }
 
-QColor selectionColor() { return QColor(0x28, 0x35, 0x93); }
-QColor linkColor() { return QColor(0x8E, 0x24, 0xAA); }
+QColor selectionColor() {
+  return QColor(0x28, 0x35, 0x93);
+}
+QColor linkColor() {
+  return QColor(0x8E, 0x24, 0xAA);
+}
 
 }  // namespace paraproof::ui

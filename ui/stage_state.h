@@ -16,7 +16,9 @@ QString stateName(StageState s);
 QColor stateColor(StageState s);      // strong colour: borders, table decorations, legend
 QColor stateFillColor(StageState s);  // light tint: node fill
 // The state a group shows for the states of its members.
-inline StageState combine(StageState a, StageState b) { return a > b ? a : b; }
+inline StageState combine(StageState a, StageState b) {
+  return a > b ? a : b;
+}
 
 // Colours for selection and lineage links, distinct from every stage state.
 QColor selectionColor();

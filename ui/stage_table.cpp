@@ -10,7 +10,8 @@ QString compactRanks(const std::vector<int>& ranks) {
   QStringList parts;
   for (size_t i = 0; i < ranks.size();) {
     size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
     parts << (j == i ? QString::number(ranks[i]) : QStringLiteral("%1-%2").arg(ranks[i]).arg(ranks[j]));
     i = j + 1;
   }
@@ -25,7 +26,9 @@ void StageTableModel::setStages(std::vector<verify::StageInfo> stages) {
   endResetModel();
 }
 
-void StageTableModel::clear() { setStages({}); }
+void StageTableModel::clear() {
+  setStages({});
+}
 
 int StageTableModel::indexOfStage(int stageId) const {
   if (stageId >= 0 && stageId < stageCount() && stages_[stageId].id == stageId) return stageId;
@@ -59,18 +62,26 @@ void StageTableModel::markUnfinishedCancelled() {
 
 int StageTableModel::count(StageState s) const {
   int n = 0;
-  for (StageState st : states_) n += st == s;
+  for (StageState st : states_)
+    n += st == s;
   return n;
 }
 
-void StageTableModel::changed(int row) { emit dataChanged(index(row, 0), index(row, ColumnCount - 1)); }
+void StageTableModel::changed(int row) {
+  emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
 
-int StageTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : stageCount(); }
-int StageTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int StageTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : stageCount();
+}
+int StageTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant StageTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"Stage", "Status", "Kind", "Scope", "Devices", "Ops", "Time (s)", "Engine", "Note"};
+  static const char* names[] = {"Stage", "Status",   "Kind",   "Scope", "Devices",
+                                "Ops",   "Time (s)", "Engine", "Note"};
   return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
@@ -90,7 +101,8 @@ QVariant StageTableModel::data(const QModelIndex& index, int role) const {
     f.setBold(true);
     return f;
   }
-  if (role == Qt::TextAlignmentRole && (index.column() == Id || index.column() == Time || index.column() == Ops))
+  if (role == Qt::TextAlignmentRole &&
+      (index.column() == Id || index.column() == Time || index.column() == Ops))
     return int(Qt::AlignRight | Qt::AlignVCenter);
   const bool sort = role == Qt::UserRole;
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole && !sort) return {};
@@ -103,7 +115,8 @@ QVariant StageTableModel::data(const QModelIndex& index, int role) const {
       return QString::fromLatin1(verify::stageKindName(st.kind));
     case Scope: {
       QStringList scopes;
-      for (const auto& s : st.scopes) scopes << QString::fromStdString(s);
+      for (const auto& s : st.scopes)
+        scopes << QString::fromStdString(s);
       if (role == Qt::ToolTipRole) return scopes.join('\n');
       return scopes.size() > 2 ? scopes.mid(0, 2).join(", ") + QStringLiteral(" +%1").arg(scopes.size() - 2)
                                : scopes.join(", ");
@@ -121,9 +134,11 @@ QVariant StageTableModel::data(const QModelIndex& index, int role) const {
     case Note: {
       if (!res) return {};
       QString note = QString::fromStdString(res->reason);
-      if (res->reusedFrom != kNone) note = tr("same as stage %1").arg(res->reusedFrom) + (note.isEmpty() ? "" : "; " + note);
+      if (res->reusedFrom != kNone)
+        note = tr("same as stage %1").arg(res->reusedFrom) + (note.isEmpty() ? "" : "; " + note);
       if (res->counterexample && !res->counterexample->diffs.empty())
-        note = tr("%1 differing elements").arg(res->counterexample->diffs.size()) + (note.isEmpty() ? "" : "; " + note);
+        note = tr("%1 differing elements").arg(res->counterexample->diffs.size()) +
+               (note.isEmpty() ? "" : "; " + note);
       return note;
     }
     default:

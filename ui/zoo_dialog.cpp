@@ -18,7 +18,8 @@ namespace paraproof::ui {
 
 Plan generateFromZoo(const ZooRequest& r) {
   const models::ModelConfig* model = models::findModel(r.model.toStdString());
-  if (!model) throw std::invalid_argument("unknown model '" + r.model.toStdString() + "' (see `paraproof models`)");
+  if (!model)
+    throw std::invalid_argument("unknown model '" + r.model.toStdString() + "' (see `paraproof models`)");
   parallel::ParallelSpec spec = parallel::parseParallel(r.parallel.toStdString());
   parallel::GenerateOptions options;
   options.layers = r.layers;
@@ -38,7 +39,8 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
   setMinimumWidth(560);
   auto* form = new QFormLayout(this);
   model_ = new QComboBox(this);
-  for (const auto& m : models::modelZoo()) model_->addItem(QString::fromStdString(m.name));
+  for (const auto& m : models::modelZoo())
+    model_->addItem(QString::fromStdString(m.name));
   modelNote_ = new QLabel(this);
   modelNote_->setWordWrap(true);
   modelNote_->setStyleSheet("color: #607d8b;");
@@ -46,14 +48,16 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
   layers_->setRange(0, 200);
   layers_->setSpecialValueText(tr("model's own"));
   layers_->setValue(2);
-  layers_->setToolTip(tr("Transformer layers to build; shape reduction makes the width free, layers cost time"));
+  layers_->setToolTip(
+      tr("Transformer layers to build; shape reduction makes the width free, layers cost time"));
   parallel_ = new QLineEdit(QStringLiteral("dp=2,tp=2"), this);
   parallel_->setPlaceholderText("dp=2,tp=2,pp=2,mb=2[,sp][,cp=2][,ep=2][,zero=1]");
   bug_ = new QComboBox(this);
   bug_->addItem(tr("(none: a correct plan)"), QString());
   for (const auto& b : parallel::bugCatalog())
-    bug_->addItem(QStringLiteral("%1  \u2014  %2").arg(QString::fromStdString(b.id), QString::fromStdString(b.cls)),
-                  QString::fromStdString(b.id));
+    bug_->addItem(
+        QStringLiteral("%1  \u2014  %2").arg(QString::fromStdString(b.id), QString::fromStdString(b.cls)),
+        QString::fromStdString(b.id));
   where_ = new QLineEdit(this);
   where_->setPlaceholderText(tr("optional: layer=1,rank=2,mb=0"));
   bugNote_ = new QLabel(this);

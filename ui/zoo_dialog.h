@@ -16,8 +16,8 @@ namespace paraproof::ui {
 struct ZooRequest {
   QString model;
   QString parallel = QStringLiteral("dp=2,tp=2");
-  int layers = 2;      // 0: the model's own layer count
-  QString inject;      // bug id with optional "@layer=..,rank=..,mb=.."; empty: none
+  int layers = 2;  // 0: the model's own layer count
+  QString inject;  // bug id with optional "@layer=..,rank=..,mb=.."; empty: none
 };
 
 // Builds the plan; throws std::invalid_argument with a readable message for impossible requests.

@@ -7,27 +7,36 @@
 namespace paraproof::models {
 
 namespace {
-Layout sharded(Layout l, int dim, const ShardContext& c) { return l.shard(dim, c.at().tp, c.deg().tp); }
-Layout partial(Layout l, const ShardContext& c) { return l.partial(c.at().tp, c.deg().tp); }
-Json reshapeTo(const Layout& l) { return {{"shape", l.localShape()}}; }
+Layout sharded(Layout l, int dim, const ShardContext& c) {
+  return l.shard(dim, c.at().tp, c.deg().tp);
+}
+Layout partial(Layout l, const ShardContext& c) {
+  return l.partial(c.at().tp, c.deg().tp);
+}
+Json reshapeTo(const Layout& l) {
+  return {{"shape", l.localShape()}};
+}
 }  // namespace
 
-Val TrainingStep::linear(const std::string& scope, const Val& x, const std::string& weight, const Layout& out) {
+Val TrainingStep::linear(const std::string& scope, const Val& x, const std::string& weight,
+                         const Layout& out) {
   return em_.op("linear", {x, get(weight)}, {}, scope, out);
 }
 
-Val TrainingStep::linearDx(const std::string& scope, const Val& dy, const std::string& weight, const Layout& dx) {
+Val TrainingStep::linearDx(const std::string& scope, const Val& dy, const std::string& weight,
+                           const Layout& dx) {
   return em_.op("matmul", {dy, get(weight)}, {}, scope, dx);
 }
 
-void TrainingStep::linearDw(const std::string& scope, const Val& dy, const Val& x, const std::string& weight) {
+void TrainingStep::linearDw(const std::string& scope, const Val& dy, const Val& x,
+                            const std::string& weight) {
   addGrad(weight, em_.op("einsum", {dy, x}, {{"equation", "bso,bsi->oi"}}, scope, grad(paramInfo(weight))));
 }
 
 void TrainingStep::embeddingForward() {
   const int64_t shard = cfg_.vocab / ctx_.deg().tp;
-  Val e = em_.op("embedding", {get("tokens"), get("embed.weight")}, {{"start", ctx_.at().tp * shard}}, "embed",
-                 partial(hiddenLayout(0), ctx_));
+  Val e = em_.op("embedding", {get("tokens"), get("embed.weight")}, {{"start", ctx_.at().tp * shard}},
+                 "embed", partial(hiddenLayout(0), ctx_));
   put(em_.allReduce(e, ctx_.group(Axis::TP), "sum", "embed"));
 }
 
@@ -42,12 +51,14 @@ void TrainingStep::mlpLayerForward(int l) {
   const std::string s = "layers." + std::to_string(l);
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
   const Val x = get(hiddenName(l));
-  Val g = linear(s + ".mlp.fc1", x, s + ".mlp.fc1.weight", sharded(act(s + ".mlp.fc1.out", {B, S, F}), 2, ctx_));
+  Val g =
+      linear(s + ".mlp.fc1", x, s + ".mlp.fc1.weight", sharded(act(s + ".mlp.fc1.out", {B, S, F}), 2, ctx_));
   Val a = em_.op("gelu", {g}, {{"approximate", "tanh"}}, s + ".mlp.act",
                  sharded(act(s + ".mlp.act", {B, S, F}), 2, ctx_));
   Val f = linear(s + ".mlp.fc2", a, s + ".mlp.fc2.weight", partial(act(s + ".mlp.fc2.out", {B, S, H}), ctx_));
   f = em_.allReduce(f, ctx_.group(Axis::TP), "sum", s + ".mlp.fc2");
-  for (const Val& v : {g, a}) put(v);
+  for (const Val& v : {g, a})
+    put(v);
   put(em_.op("add", {x, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
 }
 
@@ -60,7 +71,8 @@ void TrainingStep::mlpLayerBackward(int l) {
   linearDw(s + ".mlp.fc2", dy, get(s + ".mlp.act"), s + ".mlp.fc2.weight");
   Val dg = em_.op("gelu_backward", {get(s + ".mlp.fc1.out"), da}, {{"approximate", "tanh"}}, s + ".mlp.act",
                   sharded(act(s + ".mlp.fc1.out.grad", {B, S, F}), 2, ctx_));
-  Val dx = linearDx(s + ".mlp.fc1", dg, s + ".mlp.fc1.weight", partial(act(s + ".mlp.fc1.dx", {B, S, H}), ctx_));
+  Val dx =
+      linearDx(s + ".mlp.fc1", dg, s + ".mlp.fc1.weight", partial(act(s + ".mlp.fc1.dx", {B, S, H}), ctx_));
   dx = em_.allReduce(dx, ctx_.group(Axis::TP), "sum", s + ".mlp.fc1");
   linearDw(s + ".mlp.fc1", dg, get(hiddenName(l)), s + ".mlp.fc1.weight");
   put(em_.op("add", {dy, dx}, {}, s + ".mlp.residual", hiddenGradLayout(l)));
@@ -85,8 +97,10 @@ void TrainingStep::llamaLayerForward(int l) {
     return em_.op("reshape", {p}, reshapeTo(l4), at + "." + w, l4);
   };
   Val q = project("wq", "q", nh), k = project("wk", "k", nkv), v = project("wv", "v", nkv);
-  Val qr = em_.op("rope", {q, cos, sin}, {}, at + ".rope", sharded(act(at + ".q_rot", {B, S, nh, d}), 2, ctx_));
-  Val kr = em_.op("rope", {k, cos, sin}, {}, at + ".rope", sharded(act(at + ".k_rot", {B, S, nkv, d}), 2, ctx_));
+  Val qr =
+      em_.op("rope", {q, cos, sin}, {}, at + ".rope", sharded(act(at + ".q_rot", {B, S, nh, d}), 2, ctx_));
+  Val kr =
+      em_.op("rope", {k, cos, sin}, {}, at + ".rope", sharded(act(at + ".k_rot", {B, S, nkv, d}), 2, ctx_));
   const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
   Val o = em_.op("attention", {qr, kr, v, pos, pos}, attn, at + ".core",
                  sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_));
@@ -95,17 +109,21 @@ void TrainingStep::llamaLayerForward(int l) {
   Val a = linear(at + ".wo", c, at + ".wo.weight", partial(act(at + ".wo.out", {B, S, H}), ctx_));
   a = em_.allReduce(a, ctx_.group(Axis::TP), "sum", at + ".wo");
   Val h1 = em_.op("add", {x, a}, {}, at + ".residual", act(at + ".residual", {B, S, H}));
-  for (const Val& t : {v, qr, kr, c, h1}) put(t);
+  for (const Val& t : {v, qr, kr, c, h1})
+    put(t);
 
   Val n2 = em_.op("rmsnorm", {h1, get(s + ".ffn_norm.weight")}, eps, s + ".ffn_norm",
                   act(s + ".ffn_norm.out", {B, S, H}));
-  Val g = linear(s + ".mlp.w1", n2, s + ".mlp.w1.weight", sharded(act(s + ".mlp.w1.out", {B, S, F}), 2, ctx_));
-  Val u = linear(s + ".mlp.w3", n2, s + ".mlp.w3.weight", sharded(act(s + ".mlp.w3.out", {B, S, F}), 2, ctx_));
+  Val g =
+      linear(s + ".mlp.w1", n2, s + ".mlp.w1.weight", sharded(act(s + ".mlp.w1.out", {B, S, F}), 2, ctx_));
+  Val u =
+      linear(s + ".mlp.w3", n2, s + ".mlp.w3.weight", sharded(act(s + ".mlp.w3.out", {B, S, F}), 2, ctx_));
   Val ac = em_.op("silu", {g}, {}, s + ".mlp.act", sharded(act(s + ".mlp.act", {B, S, F}), 2, ctx_));
   Val m = em_.op("mul", {ac, u}, {}, s + ".mlp.gate", sharded(act(s + ".mlp.gate", {B, S, F}), 2, ctx_));
   Val f = linear(s + ".mlp.w2", m, s + ".mlp.w2.weight", partial(act(s + ".mlp.w2.out", {B, S, H}), ctx_));
   f = em_.allReduce(f, ctx_.group(Axis::TP), "sum", s + ".mlp.w2");
-  for (const Val& t : {n2, g, u, ac, m}) put(t);
+  for (const Val& t : {n2, g, u, ac, m})
+    put(t);
   put(em_.op("add", {h1, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
 }
 
@@ -118,7 +136,8 @@ void TrainingStep::llamaLayerBackward(int l) {
   const Val dy = get(hiddenName(l + 1) + ".grad");
 
   // SwiGLU MLP
-  Val dm = linearDx(s + ".mlp.w2", dy, s + ".mlp.w2.weight", sharded(act(s + ".mlp.gate.grad", {B, S, F}), 2, ctx_));
+  Val dm = linearDx(s + ".mlp.w2", dy, s + ".mlp.w2.weight",
+                    sharded(act(s + ".mlp.gate.grad", {B, S, F}), 2, ctx_));
   linearDw(s + ".mlp.w2", dy, get(s + ".mlp.gate"), s + ".mlp.w2.weight");
   Val dac = em_.op("mul", {dm, get(s + ".mlp.w3.out")}, {}, s + ".mlp.gate",
                    sharded(act(s + ".mlp.act.grad", {B, S, F}), 2, ctx_));
@@ -126,31 +145,35 @@ void TrainingStep::llamaLayerBackward(int l) {
                   sharded(act(s + ".mlp.w3.out.grad", {B, S, F}), 2, ctx_));
   Val dg = em_.op("silu_backward", {get(s + ".mlp.w1.out"), dac}, {}, s + ".mlp.act",
                   sharded(act(s + ".mlp.w1.out.grad", {B, S, F}), 2, ctx_));
-  Val dng = linearDx(s + ".mlp.w1", dg, s + ".mlp.w1.weight", partial(act(s + ".mlp.w1.dx", {B, S, H}), ctx_));
-  Val dnu = linearDx(s + ".mlp.w3", du, s + ".mlp.w3.weight", partial(act(s + ".mlp.w3.dx", {B, S, H}), ctx_));
-  Val dn2 = em_.op("add", {dng, dnu}, {}, s + ".ffn_norm", partial(act(s + ".ffn_norm.out.grad", {B, S, H}), ctx_));
+  Val dng =
+      linearDx(s + ".mlp.w1", dg, s + ".mlp.w1.weight", partial(act(s + ".mlp.w1.dx", {B, S, H}), ctx_));
+  Val dnu =
+      linearDx(s + ".mlp.w3", du, s + ".mlp.w3.weight", partial(act(s + ".mlp.w3.dx", {B, S, H}), ctx_));
+  Val dn2 =
+      em_.op("add", {dng, dnu}, {}, s + ".ffn_norm", partial(act(s + ".ffn_norm.out.grad", {B, S, H}), ctx_));
   dn2 = em_.allReduce(dn2, ctx_.group(tp), "sum", s + ".ffn_norm");
   linearDw(s + ".mlp.w1", dg, get(s + ".ffn_norm.out"), s + ".mlp.w1.weight");
   linearDw(s + ".mlp.w3", du, get(s + ".ffn_norm.out"), s + ".mlp.w3.weight");
-  std::vector<Val> nb = em_.opN("rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps,
-                                s + ".ffn_norm",
-                                {act(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
+  std::vector<Val> nb =
+      em_.opN("rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps,
+              s + ".ffn_norm", {act(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
   addGrad(s + ".ffn_norm.weight", nb[1]);
   Val dh1 = em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", act(at + ".residual.grad", {B, S, H}));
 
   // Attention
-  Val dc = linearDx(at + ".wo", dh1, at + ".wo.weight", sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
+  Val dc = linearDx(at + ".wo", dh1, at + ".wo.weight",
+                    sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
   linearDw(at + ".wo", dh1, get(at + ".context"), at + ".wo.weight");
   Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, d}), 2, ctx_);
   Val dout = em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4);
   const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
   const Val& pos = get("rope.positions");
-  std::vector<Val> dqkv = em_.opN("attention_backward",
-                                  {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos, dout}, attn,
-                                  at + ".core",
-                                  {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
-                                   sharded(act(at + ".k_rot.grad", {B, S, nkv, d}), 2, ctx_),
-                                   sharded(act(at + ".v.grad", {B, S, nkv, d}), 2, ctx_)});
+  std::vector<Val> dqkv =
+      em_.opN("attention_backward", {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos, dout},
+              attn, at + ".core",
+              {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
+               sharded(act(at + ".k_rot.grad", {B, S, nkv, d}), 2, ctx_),
+               sharded(act(at + ".v.grad", {B, S, nkv, d}), 2, ctx_)});
   const Val &cos = get("rope.cos"), &sin = get("rope.sin");
   Val dq = em_.op("rope_backward", {dqkv[0], cos, sin}, {}, at + ".rope",
                   sharded(act(at + ".q.grad", {B, S, nh, d}), 2, ctx_));
@@ -158,20 +181,23 @@ void TrainingStep::llamaLayerBackward(int l) {
                   sharded(act(at + ".k.grad", {B, S, nkv, d}), 2, ctx_));
   Val dn1 = Val{};
   const Val n1 = get(s + ".attention_norm.out");
-  for (auto [w, dh, heads] : {std::tuple{"wq", dq, nh}, std::tuple{"wk", dk, nkv}, std::tuple{"wv", dqkv[2], nkv}}) {
+  for (auto [w, dh, heads] :
+       {std::tuple{"wq", dq, nh}, std::tuple{"wk", dk, nkv}, std::tuple{"wv", dqkv[2], nkv}}) {
     const std::string ws = at + "." + w;
     Layout flat = sharded(act(ws + ".out.grad", {B, S, heads * d}), 2, ctx_);
     Val dp = em_.op("reshape", {dh}, reshapeTo(flat), ws, flat);
     Val dx = linearDx(ws, dp, ws + ".weight", partial(act(ws + ".dx", {B, S, H}), ctx_));
     linearDw(ws, dp, n1, ws + ".weight");
     const std::string sum = std::string(w) == "wv" ? s + ".attention_norm.out.grad" : at + ".wqk.dx";
-    dn1 = dn1.valid() ? em_.op("add", {dn1, dx}, {}, s + ".attention_norm", partial(act(sum, {B, S, H}), ctx_)) : dx;
+    dn1 = dn1.valid()
+              ? em_.op("add", {dn1, dx}, {}, s + ".attention_norm", partial(act(sum, {B, S, H}), ctx_))
+              : dx;
   }
   dn1 = em_.allReduce(dn1, ctx_.group(tp), "sum", s + ".attention_norm");
-  std::vector<Val> na = em_.opN("rmsnorm_backward", {get(hiddenName(l)), get(s + ".attention_norm.weight"), dn1},
-                                eps, s + ".attention_norm",
-                                {act(s + ".attention_norm.dx", {B, S, H}),
-                                 grad(paramInfo(s + ".attention_norm.weight"))});
+  std::vector<Val> na =
+      em_.opN("rmsnorm_backward", {get(hiddenName(l)), get(s + ".attention_norm.weight"), dn1}, eps,
+              s + ".attention_norm",
+              {act(s + ".attention_norm.dx", {B, S, H}), grad(paramInfo(s + ".attention_norm.weight"))});
   addGrad(s + ".attention_norm.weight", na[1]);
   put(em_.op("add", {dh1, na[0]}, {}, at + ".residual", hiddenGradLayout(l)));
 }
@@ -181,7 +207,8 @@ void TrainingStep::headForward() {
   const int L = shape_.layers;
   Val x = get(hiddenName(L));
   if (cfg_.family != Family::Mlp) {
-    x = em_.op("rmsnorm", {x, get("norm.weight")}, {{"eps", cfg_.normEps}}, "norm", act("norm.out", {B, S, H}));
+    x = em_.op("rmsnorm", {x, get("norm.weight")}, {{"eps", cfg_.normEps}}, "norm",
+               act("norm.out", {B, S, H}));
     put(x);
   }
   Val logits = linear("output", x, "output.weight", sharded(act("output.out", {B, S, V}), 2, ctx_));
@@ -190,7 +217,8 @@ void TrainingStep::headForward() {
   Layout lflat = tokens("labels.flat", {B * S}), mflat = tokens("loss_mask.flat", {B * S});
   Val labels = em_.op("reshape", {get("labels")}, reshapeTo(lflat), "loss", lflat);
   Val mask = em_.op("reshape", {get("loss_mask")}, reshapeTo(mflat), "loss", mflat);
-  for (const Val& v : {lg, labels, mask}) put(v);
+  for (const Val& v : {lg, labels, mask})
+    put(v);
   vocabParallelLoss(lg, labels, mask);
   lossParts_.push_back(
       em_.op("div", {get("loss.ce_sum"), get("loss.valid_tokens")}, {}, "loss", lossPart("loss")));
@@ -213,8 +241,8 @@ void TrainingStep::headBackward() {
     return;
   }
   std::vector<Val> nb =
-      em_.opN("rmsnorm_backward", {get(hiddenName(L)), get("norm.weight"), dx}, {{"eps", cfg_.normEps}}, "norm",
-              {hiddenGradLayout(L), grad(paramInfo("norm.weight"))});
+      em_.opN("rmsnorm_backward", {get(hiddenName(L)), get("norm.weight"), dx}, {{"eps", cfg_.normEps}},
+              "norm", {hiddenGradLayout(L), grad(paramInfo("norm.weight"))});
   addGrad("norm.weight", nb[1]);
   put(nb[0]);
 }
@@ -231,23 +259,25 @@ void TrainingStep::vocabParallelLoss(const Val& lg, const Val& labels, const Val
   auto vshard = [&](const std::string& name) { return sharded(tokens(name, {N, V}), 1, ctx_); };
   const Json rowReduce = {{"dims", {1}}, {"keepdim", true}};
   const bool split = ctx_.deg().tp > 1;
-  Val mx = em_.op("max", {lg}, rowReduce, "loss", split ? Layout::local("loss.local_max", {n, 1}) : tok("loss.max"),
-                  "loss.max");
+  Val mx = em_.op("max", {lg}, rowReduce, "loss",
+                  split ? Layout::local("loss.local_max", {n, 1}) : tok("loss.max"), "loss.max");
   mx = em_.allReduce(mx, tp, "max", "loss", tok("loss.max"));  // the global row max
   Val z = em_.op("sub", {lg, mx}, {}, "loss", vshard("loss.shifted"));
   Val e = em_.op("exp", {z}, {}, "loss", vshard("loss.exp"));
   Val se = em_.op("sum", {e}, rowReduce, "loss", partial(tok("loss.sumexp"), ctx_));
   se = em_.allReduce(se, tp, "sum", "loss");
-  Val lse = em_.op("add", {em_.op("log", {se}, {}, "loss", tok("loss.log_sumexp")), mx}, {}, "loss", tok("loss.lse"));
-  Val oh = em_.op("one_hot", {labels}, {{"num_classes", v}, {"start", ctx_.at().tp * v}, {"dtype", "f32"}}, "loss",
-                  vshard("loss.onehot"));
+  Val lse = em_.op("add", {em_.op("log", {se}, {}, "loss", tok("loss.log_sumexp")), mx}, {}, "loss",
+                   tok("loss.lse"));
+  Val oh = em_.op("one_hot", {labels}, {{"num_classes", v}, {"start", ctx_.at().tp * v}, {"dtype", "f32"}},
+                  "loss", vshard("loss.onehot"));
   Val picked = em_.op("mul", {oh, lg}, {}, "loss", vshard("loss.picked"));
   Val target = em_.op("sum", {picked}, rowReduce, "loss", partial(tok("loss.target"), ctx_));
   target = em_.allReduce(target, tp, "sum", "loss");
   Val t = em_.op("sub", {lse, target}, {}, "loss", tok("loss.token_loss"));
   Val t1 = em_.op("reshape", {t}, {{"shape", {n}}}, "loss", tokens("loss.token_loss_flat", {N}));
   Val masked = em_.op("mul", {t1, mask}, {}, "loss", tokens("loss.masked", {N}));
-  for (const Val& x : {e, se, oh}) put(x);
+  for (const Val& x : {e, se, oh})
+    put(x);
   put(em_.op("sum", {masked}, {{"dims", {0}}, {"keepdim", false}}, "loss", lossPart("loss.ce_sum")));
 }
 

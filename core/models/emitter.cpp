@@ -5,7 +5,9 @@
 namespace paraproof::models {
 
 namespace {
-Json groupJson(const Group& g) { return Json(g.ranks); }
+Json groupJson(const Group& g) {
+  return Json(g.ranks);
+}
 }  // namespace
 
 void Emitter::record(ValueId v, const Layout& l) {
@@ -42,10 +44,12 @@ std::vector<Val> Emitter::opN(const std::string& kind, const std::vector<Val>& i
                               const std::string& origin) {
   OpSpec s;
   s.kind = kind;
-  for (const Val& v : in) s.inputs.push_back(v.id);
+  for (const Val& v : in)
+    s.inputs.push_back(v.id);
   s.attrs = attrs;
   s.scope = scope;
-  for (const Layout& l : outs) s.outputs.push_back(valueName(l));
+  for (const Layout& l : outs)
+    s.outputs.push_back(valueName(l));
   s.id = s.outputs.empty() ? uniqueName(kind) : s.outputs.front();
   if (!logical()) {
     if (origin != kAuto)
@@ -62,8 +66,8 @@ std::vector<Val> Emitter::opN(const std::string& kind, const std::vector<Val>& i
   return vals;
 }
 
-Val Emitter::op(const std::string& kind, const std::vector<Val>& in, const Json& attrs, const std::string& scope,
-                const Layout& out, const std::string& origin) {
+Val Emitter::op(const std::string& kind, const std::vector<Val>& in, const Json& attrs,
+                const std::string& scope, const Layout& out, const std::string& origin) {
   return opN(kind, in, attrs, scope, {out}, origin).front();
 }
 
@@ -77,8 +81,8 @@ Val Emitter::allReduce(const Val& x, const Group& g, const std::string& reduce, 
   return v;
 }
 
-std::vector<Val> Emitter::allReduceBucket(const std::vector<Val>& xs, const Group& g, const std::string& reduce,
-                                          const std::string& scope) {
+std::vector<Val> Emitter::allReduceBucket(const std::vector<Val>& xs, const Group& g,
+                                          const std::string& reduce, const std::string& scope) {
   if (g.size() <= 1 || xs.empty()) return xs;
   OpSpec s;
   s.kind = "all_reduce";
@@ -119,8 +123,8 @@ Val Emitter::allGather(const Val& x, const Group& g, int dim, const Layout& out,
   return v;
 }
 
-Val Emitter::reduceScatter(const Val& x, const Group& g, int dim, const std::string& reduce, const Layout& out,
-                           const std::string& scope) {
+Val Emitter::reduceScatter(const Val& x, const Group& g, int dim, const std::string& reduce,
+                           const Layout& out, const std::string& scope) {
   if (g.size() <= 1) return x;
   OpSpec s;
   s.kind = "reduce_scatter";
@@ -157,8 +161,9 @@ void Emitter::send(const Val& x, int self, int peer, const std::string& scope) {
   s.kind = "send";
   s.inputs = {x.id};
   s.id = "send:" + x.lay.name + suffix_;
-  s.attrs = {{"peer", peer},
-             {"instance", "p2p:" + x.lay.name + suffix_ + ":" + std::to_string(self) + "->" + std::to_string(peer)}};
+  s.attrs = {
+      {"peer", peer},
+      {"instance", "p2p:" + x.lay.name + suffix_ + ":" + std::to_string(self) + "->" + std::to_string(peer)}};
   s.scope = scope;
   b_.op(s);
 }
@@ -168,10 +173,11 @@ Val Emitter::recv(const Layout& lay, DType dtype, int self, int peer, const std:
   s.kind = "recv";
   s.outputs = {valueName(lay)};
   s.id = s.outputs.front();
-  s.attrs = {{"peer", peer},
-             {"instance", "p2p:" + lay.name + suffix_ + ":" + std::to_string(peer) + "->" + std::to_string(self)},
-             {"shape", lay.localShape()},
-             {"dtype", dtypeName(dtype)}};
+  s.attrs = {
+      {"peer", peer},
+      {"instance", "p2p:" + lay.name + suffix_ + ":" + std::to_string(peer) + "->" + std::to_string(self)},
+      {"shape", lay.localShape()},
+      {"dtype", dtypeName(dtype)}};
   s.scope = scope;
   Val v{b_.op(s).front(), lay};
   record(v.id, lay);

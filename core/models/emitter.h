@@ -34,7 +34,8 @@ class Emitter {
   Val op(const std::string& kind, const std::vector<Val>& in, const Json& attrs, const std::string& scope,
          const Layout& out, const std::string& origin = kAuto);
   std::vector<Val> opN(const std::string& kind, const std::vector<Val>& in, const Json& attrs,
-                       const std::string& scope, const std::vector<Layout>& outs, const std::string& origin = kAuto);
+                       const std::string& scope, const std::vector<Layout>& outs,
+                       const std::string& origin = kAuto);
 
   // Collectives; each is the identity (returns its input) when the group has one rank.
   // `out` overrides the result's layout (e.g. a max over shards is the logical max).

@@ -20,13 +20,15 @@ std::vector<ValueId> GraphBuilder::op(const OpSpec& spec) {
                            ".." + std::to_string(def->maxInputs) + " inputs, got " + std::to_string(n));
   std::vector<TensorType> in;
   in.reserve(spec.inputs.size());
-  for (ValueId v : spec.inputs) in.push_back(g_.values.at(v).type);
+  for (ValueId v : spec.inputs)
+    in.push_back(g_.values.at(v).type);
   std::vector<TensorType> out;
   try {
     out = ops::inferTypes(*def, in, spec.attrs);
   } catch (const std::exception& e) {
     std::string shapes;
-    for (const TensorType& t : in) shapes += (shapes.empty() ? "" : ", ") + shapeString(t.shape);
+    for (const TensorType& t : in)
+      shapes += (shapes.empty() ? "" : ", ") + shapeString(t.shape);
     throw std::logic_error("op '" + spec.id + "': " + e.what() + " (input shapes " + shapes + ")");
   }
   if (out.size() != spec.outputs.size())

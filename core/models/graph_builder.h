@@ -10,8 +10,8 @@
 namespace paraproof::models {
 
 struct OpSpec {
-  std::string id;     // op id (unique in the graph)
-  std::string kind;   // registry name
+  std::string id;    // op id (unique in the graph)
+  std::string kind;  // registry name
   std::vector<ValueId> inputs;
   Json attrs = Json::object();
   std::vector<std::string> outputs;  // value names, one per op output

@@ -29,33 +29,40 @@ Group ShardContext::group(Axis a) const {
   switch (a) {
     case Axis::TP:
       axisName = "tp";
-      for (c.tp = 0; c.tp < deg_.tp; ++c.tp) add(c);
+      for (c.tp = 0; c.tp < deg_.tp; ++c.tp)
+        add(c);
       break;
     case Axis::DP:
       axisName = "dp";
-      for (c.dp = 0; c.dp < deg_.dp; ++c.dp) add(c);
+      for (c.dp = 0; c.dp < deg_.dp; ++c.dp)
+        add(c);
       break;
     case Axis::CP:
       axisName = "cp";
-      for (c.cp = 0; c.cp < deg_.cp; ++c.cp) add(c);
+      for (c.cp = 0; c.cp < deg_.cp; ++c.cp)
+        add(c);
       break;
     case Axis::PP:
       axisName = "pp";
-      for (c.pp = 0; c.pp < deg_.pp; ++c.pp) add(c);
+      for (c.pp = 0; c.pp < deg_.pp; ++c.pp)
+        add(c);
       break;
     case Axis::DPCP:
       axisName = "dpcp";
       for (c.dp = 0; c.dp < deg_.dp; ++c.dp)
-        for (c.cp = 0; c.cp < deg_.cp; ++c.cp) add(c);
+        for (c.cp = 0; c.cp < deg_.cp; ++c.cp)
+          add(c);
       break;
     case Axis::ModelParallel:
       axisName = "mp";
       for (c.pp = 0; c.pp < deg_.pp; ++c.pp)
-        for (c.tp = 0; c.tp < deg_.tp; ++c.tp) add(c);
+        for (c.tp = 0; c.tp < deg_.tp; ++c.tp)
+          add(c);
       break;
     case Axis::All:
       axisName = "all";
-      for (int r = 0; r < deg_.devices(); ++r) g.ranks.push_back(r);
+      for (int r = 0; r < deg_.devices(); ++r)
+        g.ranks.push_back(r);
       break;
   }
   g.name = std::string(axisName) + std::to_string(g.ranks.front());
@@ -65,7 +72,8 @@ Group ShardContext::group(Axis a) const {
 Layout Layout::full(std::string name, Shape shape) {
   Layout l;
   l.name = std::move(name);
-  for (int64_t d : shape) l.box.emplace_back(0, d);
+  for (int64_t d : shape)
+    l.box.emplace_back(0, d);
   l.shape = std::move(shape);
   return l;
 }
@@ -87,8 +95,8 @@ Layout& Layout::slice(int dim, int64_t start, int64_t count) {
 Layout& Layout::shard(int dim, int index, int count) {
   const int64_t extent = box.at(dim).second - box.at(dim).first;
   if (count <= 0 || extent % count != 0)
-    throw std::logic_error("layout of " + name + ": dim " + std::to_string(dim) + " (" + std::to_string(extent) +
-                           ") not divisible by " + std::to_string(count));
+    throw std::logic_error("layout of " + name + ": dim " + std::to_string(dim) + " (" +
+                           std::to_string(extent) + ") not divisible by " + std::to_string(count));
   return slice(dim, index * (extent / count), extent / count);
 }
 
@@ -119,7 +127,8 @@ Layout Layout::named(std::string valueName) const {
 
 Shape Layout::localShape() const {
   Shape s;
-  for (auto [a, b] : box) s.push_back(b - a);
+  for (auto [a, b] : box)
+    s.push_back(b - a);
   return s;
 }
 

@@ -101,7 +101,9 @@ const ParamInfo& TrainingStep::paramInfo(const std::string& name) const {
   throw std::logic_error("generator: parameter '" + name + "' is not owned by this stage");
 }
 
-void TrainingStep::put(const Val& v) { env_.at(mb_)[v.lay.name] = v; }
+void TrainingStep::put(const Val& v) {
+  env_.at(mb_)[v.lay.name] = v;
+}
 
 const Val& TrainingStep::get(const std::string& name) const {
   const auto& env = env_.at(mb_);
@@ -164,8 +166,8 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
       put(em_.input(act("labels", {shape_.batch, shape_.seq}), DType::I64));
       Val mask = em_.input(act("loss_mask", {shape_.batch, shape_.seq}));
       put(mask);
-      validParts.push_back(
-          em_.op("sum", {mask}, {{"dims", {0, 1}}, {"keepdim", false}}, "loss", lossPart("loss.valid_tokens")));
+      validParts.push_back(em_.op("sum", {mask}, {{"dims", {0, 1}}, {"keepdim", false}}, "loss",
+                                  lossPart("loss.valid_tokens")));
     }
   }
   em_.setMicroBatch(-1, 1);
@@ -202,7 +204,9 @@ void TrainingStep::backward(int block) {
     llamaLayerBackward(block - 1);
 }
 
-void TrainingStep::addGrad(const std::string& param, const Val& g) { mbGrads_[param].push_back(g); }
+void TrainingStep::addGrad(const std::string& param, const Val& g) {
+  mbGrads_[param].push_back(g);
+}
 
 void TrainingStep::finishGradients(int block) {
   const int saved = mb_;
@@ -216,9 +220,12 @@ void TrainingStep::finishGradients(int block) {
     names.push_back(p.name);
   }
   // One coalesced bucket per block, as data-parallel frameworks overlap reduction with backward.
-  const std::string scope = block == 0 ? "embed" : block == headBlock() ? "output" : "layers." + std::to_string(block - 1);
+  const std::string scope = block == 0             ? "embed"
+                            : block == headBlock() ? "output"
+                                                   : "layers." + std::to_string(block - 1);
   std::vector<Val> reduced = em_.allReduceBucket(accs, ctx_.group(Axis::DPCP), "sum", scope);
-  for (size_t i = 0; i < names.size(); ++i) grads_[names[i]] = reduced[i];
+  for (size_t i = 0; i < names.size(); ++i)
+    grads_[names[i]] = reduced[i];
   setMicroBatch(saved);
 }
 
@@ -244,15 +251,17 @@ void TrainingStep::finish() {
   nsq = em_.allReduce(nsq, ctx_.group(Axis::ModelParallel), "sum", "optimizer.clip");
   Val coef = em_.op("clip_coef", {nsq}, {{"max_norm", 1.0}}, "optimizer.clip",
                     Layout::full("optimizer.clip_coef", {}));
-  const Json adamw = {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.95}, {"eps", 1e-8}, {"weight_decay", 0.1},
-                      {"step", 1}};
+  const Json adamw = {{"lr", 1e-3},  {"beta1", 0.9},        {"beta2", 0.95},
+                      {"eps", 1e-8}, {"weight_decay", 0.1}, {"step", 1}};
   for (const ParamInfo& p : owned_) {
     Val g = em_.op("mul", {grads_.at(p.name), coef}, {}, p.scope, param(p).renamed(p.name + ".grad_clipped"));
-    std::vector<Val> out = em_.opN(
-        "adamw", {global_.at(p.name), g, global_.at(p.name + ".m"), global_.at(p.name + ".v")}, adamw, p.scope,
-        {param(p).renamed(p.name + ".out"), param(p).renamed(p.name + ".m.out"),
-         param(p).renamed(p.name + ".v.out")});
-    for (const Val& v : out) em_.output(v);
+    std::vector<Val> out =
+        em_.opN("adamw", {global_.at(p.name), g, global_.at(p.name + ".m"), global_.at(p.name + ".v")}, adamw,
+                p.scope,
+                {param(p).renamed(p.name + ".out"), param(p).renamed(p.name + ".m.out"),
+                 param(p).renamed(p.name + ".v.out")});
+    for (const Val& v : out)
+      em_.output(v);
   }
 }
 

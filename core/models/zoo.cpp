@@ -4,9 +4,12 @@ namespace paraproof::models {
 
 const char* familyName(Family f) {
   switch (f) {
-    case Family::Mlp: return "mlp";
-    case Family::Llama: return "llama";
-    case Family::DeepSeek: return "deepseek";
+    case Family::Mlp:
+      return "mlp";
+    case Family::Llama:
+      return "llama";
+    case Family::DeepSeek:
+      return "deepseek";
   }
   return "?";
 }
@@ -76,7 +79,8 @@ std::vector<ModelConfig> buildZoo() {
   MoeConfig v2{160, 2, 6, 1536, 8, 3, false, 16.0, 1};
   zoo.push_back(deepseek("dsv3-236b", 60, 5120, 128, 12288, 102400, MlaConfig{1536, 512, 128, 64, 128}, v2));
   MoeConfig v3{256, 1, 8, 2048, 8, 4, true, 2.5, 3};
-  ModelConfig big = deepseek("dsv3-671b", 61, 7168, 128, 18432, 129280, MlaConfig{1536, 512, 128, 64, 128}, v3);
+  ModelConfig big =
+      deepseek("dsv3-671b", 61, 7168, 128, 18432, 129280, MlaConfig{1536, 512, 128, 64, 128}, v3);
   big.mtpLayers = 1;
   zoo.push_back(big);
   return zoo;
@@ -84,7 +88,9 @@ std::vector<ModelConfig> buildZoo() {
 
 }  // namespace
 
-std::vector<ModelConfig> modelZoo() { return buildZoo(); }
+std::vector<ModelConfig> modelZoo() {
+  return buildZoo();
+}
 
 const ModelConfig* findModel(const std::string& name) {
   static const std::vector<ModelConfig> zoo = buildZoo();  // immutable after first use

@@ -25,13 +25,17 @@ struct Where {
   std::string mb(const std::string& base) const {
     return spec.mb > 1 ? base + "#" + std::to_string(site.microBatch) : base;
   }
-  std::string layer(const std::string& rest) const { return "layers." + std::to_string(site.layer) + "." + rest; }
+  std::string layer(const std::string& rest) const {
+    return "layers." + std::to_string(site.layer) + "." + rest;
+  }
   Device& dev(int rank) const { return deviceByRank(plan, rank); }
   Device& here() const { return dev(site.rank); }
   void changed(int rank, const std::string& op) { out.changedOps.emplace_back(rank, op); }
 };
 
-std::vector<int> groupOf(const Op& o) { return o.attrs.at("group").get<std::vector<int>>(); }
+std::vector<int> groupOf(const Op& o) {
+  return o.attrs.at("group").get<std::vector<int>>();
+}
 
 // Applies `fn` to the collective `opId` on every member of its group (the same op id on each: SPMD), so
 // the plan stays well matched.
@@ -46,7 +50,9 @@ void onEveryMember(Where& w, const std::string& opId, const std::function<void(D
   }
 }
 
-const std::string& nameOf(const Device& d, ValueId v) { return d.graph.values[v].name; }
+const std::string& nameOf(const Device& d, ValueId v) {
+  return d.graph.values[v].name;
+}
 
 // The op producing a value (by value name) on a device.
 Op& producerOf(Device& d, const std::string& value) {
@@ -93,8 +99,8 @@ void setAttentionScale(Where& w, int rank) {
 int neighbour(Where& w, std::vector<const char*> axes = {"tp", "dp"}) {
   for (const char* kind : axes)
     for (const Op& o : w.here().graph.ops)
-      if (o.kind == "all_reduce" && o.attrs.at("instance").get<std::string>().find(std::string("@") + kind) !=
-                                        std::string::npos)
+      if (o.kind == "all_reduce" &&
+          o.attrs.at("instance").get<std::string>().find(std::string("@") + kind) != std::string::npos)
         for (int r : groupOf(o))
           if (r != w.site.rank) return r;
   throw std::invalid_argument("the bug needs a second rank holding layer " + std::to_string(w.site.layer));
@@ -118,17 +124,18 @@ const char* kLlamaPlan = "dp=2,tp=2,pp=2,mb=2";
 
 std::vector<Item> buildCatalog() {
   std::vector<Item> c;
-  auto add = [&](std::string id, std::string cls, std::string desc, std::string source, Needs needs, Mutation m,
-                 std::string model = "llama3-8b", std::string par = kLlamaPlan) {
-    c.push_back(Item{{std::move(id), std::move(cls), std::move(desc), std::move(source), std::move(model),
-                      std::move(par)},
-                     needs,
-                     std::move(m)});
+  auto add = [&](std::string id, std::string cls, std::string desc, std::string source, Needs needs,
+                 Mutation m, std::string model = "llama3-8b", std::string par = kLlamaPlan) {
+    c.push_back(Item{
+        {std::move(id), std::move(cls), std::move(desc), std::move(source), std::move(model), std::move(par)},
+        needs,
+        std::move(m)});
   };
   const std::string tv = "TrainVerify case study (Llama3-8B, Megatron-style dp2 tp2 pp2)";
 
   add("tv01-allreduce-missing", "missing collective",
-      "The tensor-parallel all-reduce after the MLP's row-parallel linear is replaced by a no-op, so each rank "
+      "The tensor-parallel all-reduce after the MLP's row-parallel linear is replaced by a no-op, so each "
+      "rank "
       "continues with its partial sum instead of the full output; shapes and data flow look intact.",
       tv, {.tp = 2}, [](Where& w) { onEveryMember(w, mlpOutputReduce(w), toIdentity); });
 
@@ -156,17 +163,27 @@ std::vector<Item> buildCatalog() {
           const std::string in = nameOf(d, o.inputs[0]), outName = nameOf(d, o.outputs[0]);
           const int64_t rows = d.graph.values[o.outputs[0]].type.shape[0];
           replaceOp(d, id,
-                    {NewOp{id + ".gather", "all_gather", {in},
+                    {NewOp{id + ".gather",
+                           "all_gather",
+                           {in},
                            {{"group", o.attrs["group"]}, {"instance", o.attrs["instance"]}, {"dim", 0}},
-                           {outName + ".gathered"}, o.scope, ""},
-                     NewOp{id, "slice", {outName + ".gathered"}, {{"dim", 0}, {"start", 0}, {"end", rows}},
-                           {outName}, o.scope, ""}});
+                           {outName + ".gathered"},
+                           o.scope,
+                           ""},
+                     NewOp{id,
+                           "slice",
+                           {outName + ".gathered"},
+                           {{"dim", 0}, {"start", 0}, {"end", rows}},
+                           {outName},
+                           o.scope,
+                           ""}});
           w.changed(r, id);
         }
       });
 
   add("tv05-fused-reduction-missing", "missing collective",
-      "One gradient inside the layer's coalesced data-parallel all-reduce bucket is left out of the reduction "
+      "One gradient inside the layer's coalesced data-parallel all-reduce bucket is left out of the "
+      "reduction "
       "and passed through unreduced, so that weight is updated with one replica's gradient only.",
       tv, {.dp = 2}, [](Where& w) {
         const std::string id = gradBucket(w);
@@ -180,8 +197,9 @@ std::vector<Item> buildCatalog() {
             rest.outputs.push_back(nameOf(d, o.outputs[i]));
           }
           NewOp skipped{id + ".skipped", "identity", {nameOf(d, o.inputs[0])}, {}, {nameOf(d, o.outputs[0])},
-                        o.scope, ""};
+                        o.scope,         ""};
           replaceOp(d, id, {skipped, rest});
+          w.changed(r, id + ".skipped");
           w.changed(r, id);
         }
       });
@@ -231,11 +249,12 @@ std::vector<Item> buildCatalog() {
         Device& d = w.here();
         const std::string id = w.mb(w.layer("attention_norm.out"));
         const Op o = opById(d, id);
-        const std::string x = nameOf(d, o.inputs[0]), wt = nameOf(d, o.inputs[1]), y = nameOf(d, o.outputs[0]);
+        const std::string x = nameOf(d, o.inputs[0]), wt = nameOf(d, o.inputs[1]),
+                          y = nameOf(d, o.outputs[0]);
         const double eps = o.attrs.at("eps").get<double>();
         auto n = [&](const std::string& k, std::string kind, std::vector<std::string> in, Json attrs) {
-          return NewOp{id + "." + k, std::move(kind), std::move(in), std::move(attrs), {y + "." + k}, o.scope,
-                       o.origin};
+          return NewOp{id + "." + k,  std::move(kind), std::move(in), std::move(attrs),
+                       {y + "." + k}, o.scope,         o.origin};
         };
         std::vector<NewOp> ops = {n("pow", "pow", {x}, {{"exponent", 3}}),
                                   n("mean", "mean", {y + ".pow"}, {{"dims", {-1}}, {"keepdim", true}}),
@@ -284,8 +303,8 @@ std::vector<Item> buildCatalog() {
       "that only that rank's heads see.",
       tv, {.llama = true}, [](Where& w) { setAttentionScale(w, w.site.rank); });
 
-  add("tv13-scale-two-ranks", "inconsistent scaling",
-      "As tv12, on two ranks holding the same layer.", tv, {.llama = true}, [](Where& w) {
+  add("tv13-scale-two-ranks", "inconsistent scaling", "As tv12, on two ranks holding the same layer.", tv,
+      {.llama = true}, [](Where& w) {
         setAttentionScale(w, w.site.rank);
         setAttentionScale(w, neighbour(w));
       });
@@ -320,7 +339,8 @@ std::vector<Item> buildCatalog() {
           // The tp group of this rank: the ranks sharing every coordinate except tp (innermost axis).
           const int tp = w.spec.tp, base = d.rank - d.rank % tp;
           std::vector<int> g;
-          for (int i = 0; i < tp; ++i) g.push_back(base + i);
+          for (int i = 0; i < tp; ++i)
+            g.push_back(base + i);
           o.attrs["group"] = g;
           o.attrs["instance"] = id + "@tpgrad" + std::to_string(base);
           w.changed(d.rank, id);
@@ -328,13 +348,15 @@ std::vector<Item> buildCatalog() {
       });
 
   add("rw02-grad-scaled-by-dp", "gradient scaling",
-      "The data-parallel gradient all-reduce averages instead of summing although the loss is already divided "
+      "The data-parallel gradient all-reduce averages instead of summing although the loss is already "
+      "divided "
       "by the global token count, so gradients come out dp times too small.",
       "Megatron-LM / PyTorch DDP loss-scaling changes", {.dp = 2},
       [](Where& w) { onEveryMember(w, gradBucket(w), [](Device&, Op& o) { o.attrs["reduce"] = "avg"; }); });
 
   add("rw03-loss-local-token-count", "loss normalisation",
-      "Each data-parallel rank divides its loss by its own number of valid tokens instead of the global count; "
+      "Each data-parallel rank divides its loss by its own number of valid tokens instead of the global "
+      "count; "
       "with unequal padding per rank the loss and gradients are mis-weighted.",
       "Hugging Face Transformers / Megatron-LM gradient-accumulation loss fix", {.dp = 2, .layer = false},
       [](Where& w) {
@@ -349,14 +371,16 @@ std::vector<Item> buildCatalog() {
       });
 
   add("rw04-clip-counts-replicas", "gradient clipping",
-      "The global grad-norm counts the RMSNorm weights, which are replicated over tensor parallelism, on every "
+      "The global grad-norm counts the RMSNorm weights, which are replicated over tensor parallelism, on "
+      "every "
       "tp rank instead of once, so the norm is too large and clipping too strong.",
       "Megatron-LM / DeepSpeed grad-norm with tensor parallelism", {.tp = 2, .llama = true, .layer = false},
       [](Where& w) {
         Device& d = w.here();
         if (w.site.rank % w.spec.tp == 0)
-          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
-                                      " is tp rank 0, which counts replicated weights by design; choose another");
+          throw std::invalid_argument(
+              "rank " + std::to_string(w.site.rank) +
+              " is tp rank 0, which counts replicated weights by design; choose another");
         Op& nsq = opById(d, "optimizer.grad_norm_sq");
         for (const Op& o : d.graph.ops)
           if (o.kind == "mul" && nameOf(d, o.outputs[0]).ends_with("norm.weight.grad_clipped"))
@@ -365,13 +389,15 @@ std::vector<Item> buildCatalog() {
       });
 
   add("rw05-vocab-parallel-local-max", "vocab-parallel loss",
-      "The vocab-parallel cross-entropy shifts logits by each shard's local maximum instead of the global one, "
+      "The vocab-parallel cross-entropy shifts logits by each shard's local maximum instead of the global "
+      "one, "
       "so the shards' sums of exponentials are on different scales and the log-partition is wrong.",
       "Megatron-LM vocab-parallel cross-entropy", {.tp = 2, .layer = false},
       [](Where& w) { onEveryMember(w, w.mb("loss.local_max") + "/ar", toIdentity); });
 
   add("rw06-positions-offset", "position offsets",
-      "One rank's attention uses key positions starting at 1 instead of 0 (an off-by-one chunk offset), so its "
+      "One rank's attention uses key positions starting at 1 instead of 0 (an off-by-one chunk offset), so "
+      "its "
       "causal mask lets each query see one key too few.",
       "context / sequence parallel RoPE and mask offsets (Megatron-LM, TransformerEngine)", {.llama = true},
       [](Where& w) {
@@ -379,10 +405,11 @@ std::vector<Item> buildCatalog() {
         const std::string id = w.mb(w.layer("attention.core.out"));
         Op o = opById(d, id);
         const int64_t n = d.graph.values[o.inputs[4]].type.shape[0];
-        NewOp pos{id + ".kpos", "iota", {}, {{"n", n}, {"start", 1}, {"dtype", "i64"}}, {id + ".kpos"}, o.scope,
-                  ""};
+        NewOp pos{id + ".kpos",   "iota",  {}, {{"n", n}, {"start", 1}, {"dtype", "i64"}},
+                  {id + ".kpos"}, o.scope, ""};
         NewOp attn{id, o.kind, {}, o.attrs, {nameOf(d, o.outputs[0])}, o.scope, o.origin};
-        for (ValueId v : o.inputs) attn.inputs.push_back(nameOf(d, v));
+        for (ValueId v : o.inputs)
+          attn.inputs.push_back(nameOf(d, v));
         attn.inputs[4] = id + ".kpos";
         replaceOp(d, id, {pos, attn});
         w.changed(w.site.rank, id);
@@ -396,7 +423,8 @@ std::vector<Item> buildCatalog() {
         const std::string id = w.mb(w.layer("out"));
         Op& o = opById(d, id);
         Op& ar = producerOf(d, nameOf(d, o.inputs[1]));
-        if (ar.kind != "all_reduce") throw std::logic_error("bug injection: expected an all_reduce before " + id);
+        if (ar.kind != "all_reduce")
+          throw std::logic_error("bug injection: expected an all_reduce before " + id);
         o.inputs[1] = ar.inputs[0];
         w.changed(w.site.rank, id);
       });
@@ -423,7 +451,8 @@ const Item& itemFor(const std::string& id) {
   for (const Item& i : items())
     if (i.entry.id == id) return i;
   std::string known;
-  for (const Item& i : items()) known += (known.empty() ? "" : ", ") + i.entry.id;
+  for (const Item& i : items())
+    known += (known.empty() ? "" : ", ") + i.entry.id;
   throw std::invalid_argument("unknown bug '" + id + "' (known: " + known + ")");
 }
 
@@ -442,7 +471,8 @@ int intAttr(const std::string& key, const std::string& value) {
 const std::vector<BugEntry>& bugCatalog() {
   static const std::vector<BugEntry> entries = [] {
     std::vector<BugEntry> e;
-    for (const Item& i : items()) e.push_back(i.entry);
+    for (const Item& i : items())
+      e.push_back(i.entry);
     return e;
   }();
   return entries;
@@ -485,14 +515,17 @@ Injection injectBug(Plan& plan, const std::string& text) {
   const int layers = gen.at("layers").get<int>();
   const Needs& n = item.needs;
   auto need = [&](bool ok, const std::string& what) {
-    if (!ok) throw std::invalid_argument(req.id + " needs " + what + " (try --parallel " + item.entry.parallel + ")");
+    if (!ok)
+      throw std::invalid_argument(req.id + " needs " + what + " (try --parallel " + item.entry.parallel +
+                                  ")");
   };
   need(spec.dp >= n.dp, "dp >= " + std::to_string(n.dp));
   need(spec.tp >= n.tp, "tp >= " + std::to_string(n.tp));
   need(spec.pp >= n.pp, "pp >= " + std::to_string(n.pp));
   need(spec.mb >= n.mb, "mb >= " + std::to_string(n.mb));
   const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
-  if (n.llama && !llama) throw std::invalid_argument(req.id + " needs a Llama-style model (try --model gpt-tiny)");
+  if (n.llama && !llama)
+    throw std::invalid_argument(req.id + " needs a Llama-style model (try --model gpt-tiny)");
 
   Injection inj;
   inj.id = req.id;
@@ -512,10 +545,9 @@ Injection injectBug(Plan& plan, const std::string& text) {
   if (w.site.rank < 0) {
     // The first rank holding the layer (or, for step-level bugs, where the mutation applies).
     for (const Device& d : plan.devices) {
-      const bool holds =
-          !n.layer || std::any_of(d.graph.ops.begin(), d.graph.ops.end(), [&](const Op& o) {
-            return o.scope.starts_with("layers." + std::to_string(w.site.layer) + ".");
-          });
+      const bool holds = !n.layer || std::any_of(d.graph.ops.begin(), d.graph.ops.end(), [&](const Op& o) {
+        return o.scope.starts_with("layers." + std::to_string(w.site.layer) + ".");
+      });
       if (!holds) continue;
       Plan trial = plan;
       Injection scratch;
@@ -530,24 +562,23 @@ Injection injectBug(Plan& plan, const std::string& text) {
     }
     if (w.site.rank < 0) throw std::invalid_argument(req.id + ": no rank of this plan where it applies");
   } else if (plan.deviceIndex(w.site.rank) == kNone) {
-    throw std::invalid_argument("--inject: rank=" + std::to_string(w.site.rank) + " is not a device of the plan");
+    throw std::invalid_argument("--inject: rank=" + std::to_string(w.site.rank) +
+                                " is not a device of the plan");
   } else if (n.layer) {
     const Device& d = *plan.deviceByRank(w.site.rank);
     const std::string prefix = "layers." + std::to_string(w.site.layer) + ".";
-    if (!std::any_of(d.graph.ops.begin(), d.graph.ops.end(), [&](const Op& o) { return o.scope.starts_with(prefix); }))
+    if (!std::any_of(d.graph.ops.begin(), d.graph.ops.end(),
+                     [&](const Op& o) { return o.scope.starts_with(prefix); }))
       throw std::invalid_argument("--inject: rank " + std::to_string(w.site.rank) + " does not hold layer " +
                                   std::to_string(w.site.layer) + " (another pipeline stage does)");
   }
   item.mutate(w);
   inj.site = w.site;
   Json ops = Json::array();
-  for (const auto& [r, op] : inj.changedOps) ops.push_back({{"rank", r}, {"op", op}});
-  plan.metadata["injected"] = {{"id", inj.id},
-                               {"class", item.entry.cls},
-                               {"layer", w.site.layer},
-                               {"rank", w.site.rank},
-                               {"mb", w.site.microBatch},
-                               {"ops", ops}};
+  for (const auto& [r, op] : inj.changedOps)
+    ops.push_back({{"rank", r}, {"op", op}});
+  plan.metadata["injected"] = {{"id", inj.id},        {"class", item.entry.cls}, {"layer", w.site.layer},
+                               {"rank", w.site.rank}, {"mb", w.site.microBatch}, {"ops", ops}};
   return inj;
 }
 

@@ -65,8 +65,14 @@ ParallelSpec parseParallel(const std::string& text) {
     } catch (const std::exception&) {
       throw std::invalid_argument("--parallel: '" + key + "' needs an integer, got '" + value + "'");
     }
-    int* slot = key == "dp" ? &s.dp : key == "tp" ? &s.tp : key == "pp" ? &s.pp : key == "mb" ? &s.mb
-              : key == "cp" ? &s.cp : key == "ep" ? &s.ep : key == "zero" ? &s.zero : nullptr;
+    int* slot = key == "dp"     ? &s.dp
+                : key == "tp"   ? &s.tp
+                : key == "pp"   ? &s.pp
+                : key == "mb"   ? &s.mb
+                : key == "cp"   ? &s.cp
+                : key == "ep"   ? &s.ep
+                : key == "zero" ? &s.zero
+                                : nullptr;
     if (!slot)
       throw std::invalid_argument("--parallel: unknown key '" + key +
                                   "' (known: dp, tp, pp, mb, cp, ep, zero, sp, schedule)");
@@ -94,12 +100,14 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
   require(s.zero == 0, "zero is not supported by the generator yet");
   require(!s.sp, "sp (sequence parallel) is not supported by the generator yet");
-  require(m.family != Family::DeepSeek, m.name + ": DeepSeek (MLA/MoE) models are not supported by the generator yet");
+  require(m.family != Family::DeepSeek,
+          m.name + ": DeepSeek (MLA/MoE) models are not supported by the generator yet");
   require(shape.layers >= 1, "the model needs at least one layer");
   require(s.pp <= shape.layers, "pp=" + std::to_string(s.pp) + " exceeds the number of layers (" +
                                     std::to_string(shape.layers) + "): every pipeline stage needs a layer");
   require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
-                                                ") is not divisible by dp*mb (" + std::to_string(s.dp * s.mb) + ")");
+                                                ") is not divisible by dp*mb (" +
+                                                std::to_string(s.dp * s.mb) + ")");
   require(m.vocab % s.tp == 0, divides("tp", s.tp, "vocabulary size", m.vocab));
   require(m.ffn % s.tp == 0, divides("tp", s.tp, "FFN width", m.ffn));
   if (m.family != Family::Mlp) {
@@ -135,7 +143,8 @@ void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardCon
     step.setMicroBatch(ps.microBatch);
     if (ps.forward) {
       if (prev >= 0) step.put(em.recv(step.hiddenLayout(first - 1), DType::F32, self, prev, "pipeline"));
-      for (int b = first; b <= last; ++b) step.forward(b);
+      for (int b = first; b <= last; ++b)
+        step.forward(b);
       if (next >= 0) em.send(step.get(step.hiddenName(last)), self, next, "pipeline");
     } else {
       if (next >= 0) step.put(em.recv(step.hiddenGradLayout(last), DType::F32, self, next, "pipeline"));
@@ -206,12 +215,9 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
     buildProgram(model, shape, ShardContext(d, at), spec.schedule, dev.graph, &dev.lineage);
     plan.devices.push_back(std::move(dev));
   }
-  plan.metadata["generator"] = {{"model", model.name},
-                                {"parallel", spec.str()},
-                                {"layers", shape.layers},
-                                {"seq", shape.seq},
-                                {"global_batch", shape.batch},
-                                {"schedule", spec.schedule}};
+  plan.metadata["generator"] = {{"model", model.name},         {"parallel", spec.str()},
+                                {"layers", shape.layers},      {"seq", shape.seq},
+                                {"global_batch", shape.batch}, {"schedule", spec.schedule}};
   if (!options.inject.empty()) injectBug(plan, options.inject);
   return plan;
 }

@@ -20,14 +20,15 @@ struct ParallelSpec {
 ParallelSpec parseParallel(const std::string& text);
 
 struct GenerateOptions {
-  int layers = 0;          // 0: the model's own layer count
-  int64_t seq = 0;         // 0: default (8)
-  int64_t globalBatch = 0; // 0: default (2 * dp * mb)
-  std::string inject;      // bug id, optionally "@layer=..,rank=..,mb=.."; empty: none
+  int layers = 0;           // 0: the model's own layer count
+  int64_t seq = 0;          // 0: default (8)
+  int64_t globalBatch = 0;  // 0: default (2 * dp * mb)
+  std::string inject;       // bug id, optionally "@layer=..,rank=..,mb=.."; empty: none
 };
 
 // Throws std::invalid_argument for impossible combinations (tp not dividing heads, pp > layers, ...) and
 // unknown or inapplicable bugs.
-Plan generatePlan(const models::ModelConfig& model, const ParallelSpec& spec, const GenerateOptions& options = {});
+Plan generatePlan(const models::ModelConfig& model, const ParallelSpec& spec,
+                  const GenerateOptions& options = {});
 
 }  // namespace paraproof::parallel

@@ -8,7 +8,8 @@ namespace paraproof::parallel {
 
 Device& deviceByRank(Plan& plan, int rank) {
   const int i = plan.deviceIndex(rank);
-  if (i == kNone) throw std::invalid_argument("rank " + std::to_string(rank) + " is not a device of the plan");
+  if (i == kNone)
+    throw std::invalid_argument("rank " + std::to_string(rank) + " is not a device of the plan");
   return plan.devices[i];
 }
 
@@ -29,7 +30,8 @@ ValueId valueByName(const Device& dev, const std::string& name) {
 void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& replacement) {
   const Graph& old = dev.graph;
   std::map<std::string, Lineage> lineageByName;
-  for (const auto& [v, lin] : dev.lineage) lineageByName[old.values[v].name] = lin;
+  for (const auto& [v, lin] : dev.lineage)
+    lineageByName[old.values[v].name] = lin;
   Graph g;
   g.name = old.name;
   models::GraphBuilder b(g);
@@ -38,14 +40,17 @@ void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& r
     if (v == kNone) throw std::logic_error("bug injection: value '" + n + "' is not defined before its use");
     return v;
   };
-  for (ValueId v : old.inputs) b.input(old.values[v].name, old.values[v].type);
+  for (ValueId v : old.inputs)
+    b.input(old.values[v].name, old.values[v].type);
   for (const Op& o : old.ops) {
     if (o.id != opId) {
       Op copy = o;
       copy.inputs.clear();
-      for (ValueId v : o.inputs) copy.inputs.push_back(byName(old.values[v].name));
+      for (ValueId v : o.inputs)
+        copy.inputs.push_back(byName(old.values[v].name));
       std::vector<std::pair<std::string, TensorType>> outs;
-      for (ValueId v : o.outputs) outs.emplace_back(old.values[v].name, old.values[v].type);
+      for (ValueId v : o.outputs)
+        outs.emplace_back(old.values[v].name, old.values[v].type);
       g.addOp(std::move(copy), outs);
       continue;
     }
@@ -53,7 +58,8 @@ void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& r
       models::OpSpec s;
       s.id = n.id;
       s.kind = n.kind;
-      for (const std::string& in : n.inputs) s.inputs.push_back(byName(in));
+      for (const std::string& in : n.inputs)
+        s.inputs.push_back(byName(in));
       s.attrs = n.attrs;
       s.outputs = n.outputs;
       s.scope = n.scope;
@@ -61,7 +67,8 @@ void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& r
       b.op(s);
     }
   }
-  for (ValueId v : old.outputs) g.outputs.push_back(byName(old.values[v].name));
+  for (ValueId v : old.outputs)
+    g.outputs.push_back(byName(old.values[v].name));
   std::map<ValueId, Lineage> lineage;
   for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v)
     if (auto it = lineageByName.find(g.values[v].name); it != lineageByName.end()) lineage[v] = it->second;

@@ -20,7 +20,7 @@ struct NewOp {
 // when a name is unknown or shapes do not infer.
 void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& replacement);
 
-Op& opById(Device& dev, const std::string& opId);  // throws std::invalid_argument when absent
+Op& opById(Device& dev, const std::string& opId);                 // throws std::invalid_argument when absent
 ValueId valueByName(const Device& dev, const std::string& name);  // throws std::invalid_argument
 Device& deviceByRank(Plan& plan, int rank);
 

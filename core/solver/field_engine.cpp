@@ -1,7 +1,7 @@
 // The fast path: evaluate both sides exactly in GF(2^61-1) on random inputs. Polynomial and rational parts
 // obey Schwartz-Zippel; functions are keyed hashes (random oracles); comparisons of reals use a keyed random
-// total order, so max/top-k/relu select consistently on both sides. A field mismatch is only a hint: it becomes
-// a Failed verdict only after a concrete double-precision assignment reproduces it.
+// total order, so max/top-k/relu select consistently on both sides. A field mismatch is only a hint: it
+// becomes a Failed verdict only after a concrete double-precision assignment reproduces it.
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -19,7 +19,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace f = field;
 
-uint64_t splitmix(uint64_t& s) { return f::mix(s += 0x9e3779b97f4a7c15ull); }
+uint64_t splitmix(uint64_t& s) {
+  return f::mix(s += 0x9e3779b97f4a7c15ull);
+}
 
 uint64_t uniformField(uint64_t& s) {
   for (;;) {
@@ -33,7 +35,9 @@ uint64_t uniformField(uint64_t& s) {
 struct Degree {
   uint64_t num = 0, den = 0;
 };
-uint64_t sat(uint64_t a, uint64_t b) { return a > UINT64_MAX / 4 - b ? UINT64_MAX / 4 : a + b; }
+uint64_t sat(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX / 4 - b ? UINT64_MAX / 4 : a + b;
+}
 
 class FieldEngine final : public Engine {
  public:
@@ -61,7 +65,9 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
   const uint64_t fnKey = splitmix(s), orderKey = splitmix(s), divKey = splitmix(s);
   val_.assign(pool.size(), 0);
   auto ival = [&](sym::ExprId e) { return static_cast<int64_t>(val_[e]); };
-  auto asField = [&](sym::ExprId e) { return pool.sort(e) == sym::Sort::Int ? f::fromInt(ival(e)) : val_[e]; };
+  auto asField = [&](sym::ExprId e) {
+    return pool.sort(e) == sym::Sort::Int ? f::fromInt(ival(e)) : val_[e];
+  };
   // Keyed total order on field elements: rank by hash, ties (never, in practice) by value.
   auto less = [&](uint64_t a, uint64_t b) {
     uint64_t ra = f::mix(a ^ orderKey), rb = f::mix(b ^ orderKey);
@@ -73,9 +79,12 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
     uint64_t& out = val_[e];
     switch (n.kind) {
       case sym::Kind::Const:
-        if (n.sort != sym::Sort::Real) out = static_cast<uint64_t>(n.ivalue);
-        else if (std::isfinite(n.value)) out = f::fromDouble(n.value);
-        else out = f::mix(std::bit_cast<uint64_t>(n.value) ^ fnKey) % f::kP;  // opaque constant
+        if (n.sort != sym::Sort::Real)
+          out = static_cast<uint64_t>(n.ivalue);
+        else if (std::isfinite(n.value))
+          out = f::fromDouble(n.value);
+        else
+          out = f::mix(std::bit_cast<uint64_t>(n.value) ^ fnKey) % f::kP;  // opaque constant
         break;
       case sym::Kind::Var: {
         const sym::VarInfo& v = vars[n.var];
@@ -88,29 +97,34 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
           // an index-dependent difference on a small vocabulary is not left to luck.
           uint64_t width = v.hi > v.lo ? static_cast<uint64_t>(v.hi - v.lo) : 1;
           uint64_t shift = f::mix(seed_ ^ (uint64_t{n.var} * 0x9e3779b97f4a7c15ull)) % width;
-          out = static_cast<uint64_t>(v.lo + static_cast<int64_t>((shift + static_cast<uint64_t>(intRound)) % width));
+          out = static_cast<uint64_t>(
+              v.lo + static_cast<int64_t>((shift + static_cast<uint64_t>(intRound)) % width));
         }
         break;
       }
       case sym::Kind::Add:
         if (isInt) {
           uint64_t acc = 0;  // two's complement wrap-around is exact for the small ints we see
-          for (auto a : n.args) acc += val_[a];
+          for (auto a : n.args)
+            acc += val_[a];
           out = acc;
         } else {
           uint64_t acc = 0;
-          for (auto a : n.args) acc = f::add(acc, asField(a));
+          for (auto a : n.args)
+            acc = f::add(acc, asField(a));
           out = acc;
         }
         break;
       case sym::Kind::Mul:
         if (isInt) {
           uint64_t acc = 1;
-          for (auto a : n.args) acc *= val_[a];
+          for (auto a : n.args)
+            acc *= val_[a];
           out = acc;
         } else {
           uint64_t acc = 1;
-          for (auto a : n.args) acc = f::mul(acc, asField(a));
+          for (auto a : n.args)
+            acc = f::mul(acc, asField(a));
           out = acc;
         }
         break;
@@ -127,7 +141,8 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
       }
       case sym::Kind::Apply: {
         uint64_t h = f::mix(fnKey ^ (static_cast<uint64_t>(n.fn) + 1));
-        for (auto a : n.args) h = f::mix(h ^ asField(a));
+        for (auto a : n.args)
+          h = f::mix(h ^ asField(a));
         out = h % f::kP;
         break;
       }
@@ -152,21 +167,29 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
         out = sameSort ? val_[a] == val_[b] : asField(a) == asField(b);
         break;
       }
-      case sym::Kind::And: out = val_[n.args[0]] && val_[n.args[1]]; break;
-      case sym::Kind::Or: out = val_[n.args[0]] || val_[n.args[1]]; break;
-      case sym::Kind::Not: out = !val_[n.args[0]]; break;
+      case sym::Kind::And:
+        out = val_[n.args[0]] && val_[n.args[1]];
+        break;
+      case sym::Kind::Or:
+        out = val_[n.args[0]] || val_[n.args[1]];
+        break;
+      case sym::Kind::Not:
+        out = !val_[n.args[0]];
+        break;
       case sym::Kind::Ite: {
         sym::ExprId pick = val_[n.args[0]] ? n.args[1] : n.args[2];
         out = n.sort == sym::Sort::Real ? asField(pick) : val_[pick];
         break;
       }
-      case sym::Kind::ToReal: out = f::fromInt(ival(n.args[0])); break;
+      case sym::Kind::ToReal:
+        out = f::fromInt(ival(n.args[0]));
+        break;
     }
   }
   for (size_t i : scope.open) {
     const Obligation& ob = p.obligations[i];
     bool same = pool.sort(ob.expected) == pool.sort(ob.actual) ? val_[ob.expected] == val_[ob.actual]
-                                                                : asField(ob.expected) == asField(ob.actual);
+                                                               : asField(ob.expected) == asField(ob.actual);
     if (!same) {
       mismatch = i;
       return TrialOutcome::Mismatch;
@@ -209,7 +232,9 @@ uint64_t FieldEngine::degreeBound(const Problem& p, const ProblemScope& scope) {
     const sym::Node& n = pool.node(e);
     Degree& r = d[e];
     switch (n.kind) {
-      case sym::Kind::Var: r = {n.sort == sym::Sort::Real ? 1u : 0u, 0}; break;
+      case sym::Kind::Var:
+        r = {n.sort == sym::Sort::Real ? 1u : 0u, 0};
+        break;
       case sym::Kind::Add:
         for (auto a : n.args) {
           r.num = std::max(sat(r.num, d[a].den), sat(d[a].num, r.den));
@@ -217,18 +242,22 @@ uint64_t FieldEngine::degreeBound(const Problem& p, const ProblemScope& scope) {
         }
         break;
       case sym::Kind::Mul:
-        for (auto a : n.args) r = {sat(r.num, d[a].num), sat(r.den, d[a].den)};
+        for (auto a : n.args)
+          r = {sat(r.num, d[a].num), sat(r.den, d[a].den)};
         break;
       case sym::Kind::Div: {
         const Degree &a = d[n.args[0]], &b = d[n.args[1]];
         r = {sat(a.num, b.den), sat(a.den, b.num)};
         break;
       }
-      case sym::Kind::Apply: r = {1, 0}; break;
+      case sym::Kind::Apply:
+        r = {1, 0};
+        break;
       case sym::Kind::Ite:
         r = {std::max(d[n.args[1]].num, d[n.args[2]].num), std::max(d[n.args[1]].den, d[n.args[2]].den)};
         break;
-      default: break;  // constants, booleans, integers: degree 0
+      default:
+        break;  // constants, booleans, integers: degree 0
     }
   }
   uint64_t bound = 0;
@@ -296,8 +325,9 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
   }
   r.status = Status::Verified;
   uint64_t degree = degreeBound(problem, scope);
-  r.reason = "agreed on " + std::to_string(agreed) + " random field trials (error probability <= " +
-             std::to_string(degree) + "/p per trial, p = 2^61-1)";
+  r.reason = "agreed on " + std::to_string(agreed) +
+             " random field trials (error probability <= " + std::to_string(degree) +
+             "/p per trial, p = 2^61-1)";
   return finish(r);
 }
 

@@ -23,8 +23,12 @@ inline uint64_t add(uint64_t a, uint64_t b) {
   uint64_t s = a + b;
   return s >= kP ? s - kP : s;
 }
-inline uint64_t neg(uint64_t a) { return a == 0 ? 0 : kP - a; }
-inline uint64_t mul(uint64_t a, uint64_t b) { return reduce(static_cast<u128>(a) * b); }
+inline uint64_t neg(uint64_t a) {
+  return a == 0 ? 0 : kP - a;
+}
+inline uint64_t mul(uint64_t a, uint64_t b) {
+  return reduce(static_cast<u128>(a) * b);
+}
 
 inline uint64_t power(uint64_t a, uint64_t e) {
   uint64_t r = 1;
@@ -36,7 +40,9 @@ inline uint64_t power(uint64_t a, uint64_t e) {
   return r;
 }
 // Fermat: a^(p-2) = a^-1 for a != 0.
-inline uint64_t inverse(uint64_t a) { return power(a, kP - 2); }
+inline uint64_t inverse(uint64_t a) {
+  return power(a, kP - 2);
+}
 
 inline uint64_t fromInt(int64_t v) {
   uint64_t m = v < 0 ? (~static_cast<uint64_t>(v) + 1) : static_cast<uint64_t>(v);
@@ -45,7 +51,9 @@ inline uint64_t fromInt(int64_t v) {
   return v < 0 ? neg(m) : m;
 }
 // 2^k for any integer k: 2^61 = 1, so only k mod 61 matters.
-inline uint64_t pow2(int k) { return uint64_t{1} << (((k % 61) + 61) % 61); }
+inline uint64_t pow2(int k) {
+  return uint64_t{1} << (((k % 61) + 61) % 61);
+}
 
 // A finite double is m * 2^k with |m| < 2^53: map it exactly.
 inline uint64_t fromDouble(double v) {

@@ -52,7 +52,8 @@ ProblemScope scopeOf(const Problem& problem) {
 
 std::string functionNames(const std::vector<sym::Fn>& fns) {
   std::string s;
-  for (sym::Fn f : fns) s += (s.empty() ? "" : ", ") + std::string(sym::fnName(f));
+  for (sym::Fn f : fns)
+    s += (s.empty() ? "" : ", ") + std::string(sym::fnName(f));
   return s;
 }
 

@@ -11,7 +11,8 @@ namespace {
 // Decimal digits of m * 2^k (k >= 0) by repeated doubling in base 1e9 limbs, least significant first.
 std::string decimal(uint64_t m, int k) {
   std::vector<uint64_t> limbs;
-  for (; m; m /= 1000000000) limbs.push_back(m % 1000000000);
+  for (; m; m /= 1000000000)
+    limbs.push_back(m % 1000000000);
   if (limbs.empty()) limbs.push_back(0);
   for (int i = 0; i < k; ++i) {
     uint64_t carry = 0;
@@ -51,9 +52,12 @@ Z3Encoding::Z3Encoding(z3::context& ctx, const sym::ExprPool& pool) : ctx_(ctx),
 
 z3::expr Z3Encoding::constant(const sym::Node& n) {
   switch (n.sort) {
-    case sym::Sort::Int: return ctx_.int_val(n.ivalue);
-    case sym::Sort::Bool: return ctx_.bool_val(n.ivalue != 0);
-    case sym::Sort::Real: break;
+    case sym::Sort::Int:
+      return ctx_.int_val(n.ivalue);
+    case sym::Sort::Bool:
+      return ctx_.bool_val(n.ivalue != 0);
+    case sym::Sort::Real:
+      break;
   }
   if (std::isfinite(n.value)) return ctx_.real_val(exactRational(n.value).c_str());
   // inf/nan are not reals: an opaque constant (sound, both sides see the same symbol).
@@ -65,14 +69,17 @@ z3::expr Z3Encoding::coerce(sym::ExprId arg, sym::Sort to) const {
   return terms_[arg];
 }
 
-z3::expr Z3Encoding::realTerm(sym::ExprId e) const { return coerce(e, sym::Sort::Real); }
+z3::expr Z3Encoding::realTerm(sym::ExprId e) const {
+  return coerce(e, sym::Sort::Real);
+}
 
 z3::func_decl Z3Encoding::function(sym::Fn fn, unsigned arity) {
   auto key = std::make_pair(static_cast<int>(fn), arity);
   auto it = functions_.find(key);
   if (it != functions_.end()) return it->second;
   z3::sort_vector domain(ctx_);
-  for (unsigned i = 0; i < arity; ++i) domain.push_back(ctx_.real_sort());
+  for (unsigned i = 0; i < arity; ++i)
+    domain.push_back(ctx_.real_sort());
   std::string name = std::string(sym::fnName(fn)) + (arity == 1 ? "" : "/" + std::to_string(arity));
   z3::func_decl d = ctx_.function(name.c_str(), domain, ctx_.real_sort());
   functions_.emplace(key, d);
@@ -91,10 +98,13 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
     // Comparison operands: both integer, or both real.
     auto cmpArgs = [&]() {
       bool same = pool_.sort(n.args[0]) == pool_.sort(n.args[1]);
-      return same ? std::make_pair(terms_[n.args[0]], terms_[n.args[1]]) : std::make_pair(realArg(0), realArg(1));
+      return same ? std::make_pair(terms_[n.args[0]], terms_[n.args[1]])
+                  : std::make_pair(realArg(0), realArg(1));
     };
     switch (n.kind) {
-      case sym::Kind::Const: terms_[e] = constant(n); break;
+      case sym::Kind::Const:
+        terms_[e] = constant(n);
+        break;
       case sym::Kind::Var: {
         const sym::VarInfo& v = pool_.vars()[n.var];
         std::string name = v.name + "#" + std::to_string(n.var);
@@ -131,7 +141,8 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
       }
       case sym::Kind::Apply: {
         z3::expr_vector args(ctx_);
-        for (size_t i = 0; i < n.args.size(); ++i) args.push_back(realArg(i));
+        for (size_t i = 0; i < n.args.size(); ++i)
+          args.push_back(realArg(i));
         terms_[e] = function(n.fn, static_cast<unsigned>(n.args.size()))(args);
         break;
       }
@@ -150,11 +161,21 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
         terms_[e] = a == b;
         break;
       }
-      case sym::Kind::And: terms_[e] = terms_[n.args[0]] && terms_[n.args[1]]; break;
-      case sym::Kind::Or: terms_[e] = terms_[n.args[0]] || terms_[n.args[1]]; break;
-      case sym::Kind::Not: terms_[e] = !terms_[n.args[0]]; break;
-      case sym::Kind::Ite: terms_[e] = z3::ite(terms_[n.args[0]], arg(1), arg(2)); break;
-      case sym::Kind::ToReal: terms_[e] = z3::to_real(terms_[n.args[0]]); break;
+      case sym::Kind::And:
+        terms_[e] = terms_[n.args[0]] && terms_[n.args[1]];
+        break;
+      case sym::Kind::Or:
+        terms_[e] = terms_[n.args[0]] || terms_[n.args[1]];
+        break;
+      case sym::Kind::Not:
+        terms_[e] = !terms_[n.args[0]];
+        break;
+      case sym::Kind::Ite:
+        terms_[e] = z3::ite(terms_[n.args[0]], arg(1), arg(2));
+        break;
+      case sym::Kind::ToReal:
+        terms_[e] = z3::to_real(terms_[n.args[0]]);
+        break;
     }
   }
   return true;

@@ -1,6 +1,7 @@
-// Translation of an expression DAG into Z3 terms: reals for Real, integers for Int, one uninterpreted function
-// per (Fn, arity), real division. Memoised by node id; nodes are visited in increasing id order (a topological
-// order, since the pool creates arguments first), so no recursion is needed for million-node pools.
+// Translation of an expression DAG into Z3 terms: reals for Real, integers for Int, one uninterpreted
+// function per (Fn, arity), real division. Memoised by node id; nodes are visited in increasing id order (a
+// topological order, since the pool creates arguments first), so no recursion is needed for million-node
+// pools.
 #pragma once
 
 #include <z3++.h>
@@ -24,8 +25,8 @@ class Z3Encoding {
   const z3::expr& term(sym::ExprId e) const { return terms_[e]; }
   // `term(e)`, converted to a real if it is an integer (for comparing mixed-sort obligation sides).
   z3::expr realTerm(sym::ExprId e) const;
-  // lo <= v < hi for every integer input, and d != 0 for every divisor the logical side depends on: the theorem
-  // is about inputs where the single-device model is defined.
+  // lo <= v < hi for every integer input, and d != 0 for every divisor the logical side depends on: the
+  // theorem is about inputs where the single-device model is defined.
   const std::vector<z3::expr>& sideConditions() const { return side_; }
   // (pool variable index, its Z3 constant) for every variable in scope.
   const std::vector<std::pair<uint32_t, z3::expr>>& variables() const { return vars_; }
@@ -43,7 +44,8 @@ class Z3Encoding {
   std::map<std::pair<int, unsigned>, z3::func_decl> functions_;
 };
 
-// The exact rational value of a finite double, as Z3 numeral text ("-3/8", "1267650600228229401496703205376").
+// The exact rational value of a finite double, as Z3 numeral text ("-3/8",
+// "1267650600228229401496703205376").
 std::string exactRational(double v);
 
 }  // namespace paraproof::solver

@@ -29,7 +29,7 @@ struct ProofJob {
     try {
       ProblemScope scope = scopeOf(problem);
       Budget budget{0, &stop};
-      r = Z3Proof(ctx, options).decide({problem, scope, budget, deadline});
+      r = Z3Proof(ctx, options).decide({problem, scope, budget, deadline, &interruptAt});
     } catch (const z3::exception& e) {
       r.reason = std::string("z3 error: ") + e.msg();
     } catch (const std::bad_alloc&) {
@@ -49,6 +49,7 @@ struct ProofJob {
   const Z3Options options;
   const Clock::time_point deadline;
   std::atomic<bool> stop{false};
+  std::atomic<Clock::rep> interruptAt{Clock::time_point::max().time_since_epoch().count()};
   z3::context ctx;  // never shared: used by the helper thread, only interrupt() comes from outside
   std::mutex mutex;
   std::condition_variable done;
@@ -78,7 +79,8 @@ Result Z3Engine::check(const Problem& problem, const Budget& budget) {
     return r;
   };
   bool trivial = true;
-  for (const Obligation& ob : problem.obligations) trivial = trivial && ob.expected == ob.actual;
+  for (const Obligation& ob : problem.obligations)
+    trivial = trivial && ob.expected == ob.actual;
   if (trivial) {
     Result r;
     r.status = Status::Verified;
@@ -93,13 +95,19 @@ Result Z3Engine::check(const Problem& problem, const Budget& budget) {
   constexpr auto kPoll = std::chrono::milliseconds(20);
   constexpr auto kGrace = std::chrono::milliseconds(300);
   while (!job->waitFor(kPoll)) {
-    if (!budget.cancelled() && Clock::now() < deadline) continue;
+    const auto now = Clock::now();
+    if (now.time_since_epoch().count() >= job->interruptAt.load()) {
+      job->ctx.interrupt();  // the proof's own sub-budget (minimisation); it finishes with what it has
+      job->interruptAt = Clock::time_point::max().time_since_epoch().count();
+    }
+    if (!budget.cancelled() && now < deadline) continue;
     job->stop = true;
     job->ctx.interrupt();
     if (!job->waitFor(kGrace)) {
       job->ctx.interrupt();  // again, in case the first one came before Z3 installed its handler
       Result r;
-      r.reason = budget.cancelled() ? "cancelled" : "timeout after " + std::to_string(budget.timeoutSeconds) + " s";
+      r.reason =
+          budget.cancelled() ? "cancelled" : "timeout after " + std::to_string(budget.timeoutSeconds) + " s";
       return finish(r);  // the job finishes (and frees itself) in the background
     }
     break;
@@ -107,13 +115,18 @@ Result Z3Engine::check(const Problem& problem, const Budget& budget) {
   std::lock_guard lock(job->mutex);
   Result r = job->result;
   if (r.status == Status::Inconclusive && (job->stop || Clock::now() >= deadline))
-    r.reason = budget.cancelled() ? "cancelled" : "timeout after " + std::to_string(budget.timeoutSeconds) + " s";
+    r.reason =
+        budget.cancelled() ? "cancelled" : "timeout after " + std::to_string(budget.timeoutSeconds) + " s";
   return finish(r);
 }
 
 }  // namespace
 
-std::unique_ptr<Engine> makeZ3Engine(const Z3Options& options) { return std::make_unique<Z3Engine>(options); }
-std::unique_ptr<Engine> makeZ3Engine() { return makeZ3Engine(Z3Options{}); }
+std::unique_ptr<Engine> makeZ3Engine(const Z3Options& options) {
+  return std::make_unique<Z3Engine>(options);
+}
+std::unique_ptr<Engine> makeZ3Engine() {
+  return makeZ3Engine(Z3Options{});
+}
 
 }  // namespace paraproof::solver

@@ -15,8 +15,7 @@ struct Z3Options {
     Presimplify,      // discharge each obligation whose difference simplifies (som) to 0, solve the rest
   };
   Strategy strategy = Strategy::Presimplify;
-  size_t chunk = 512;                // obligations per disjunctive query
-  unsigned presimplifyMillis = 250;  // per obligation; an expansion that blows up goes to the solver
+  size_t chunk = 512;          // obligations per disjunctive query
   int minimiseChecks = 64;     // solver calls spent making a counterexample small
   double minimiseSeconds = 2;  // and their wall-clock budget
 };

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
 #include <utility>
 
@@ -14,12 +13,6 @@ namespace paraproof::solver {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-unsigned millisUntil(Clock::time_point t) {
-  if (t == Clock::time_point::max()) return UINT_MAX;  // Z3's "no timeout"
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
-  return static_cast<unsigned>(std::clamp<long long>(ms, 1, UINT_MAX - 1));
-}
 
 // Model values are exact rationals (or algebraic numbers); a decimal rendering is enough for doubles.
 double toDouble(const z3::expr& v) {
@@ -53,7 +46,9 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
   z3::context& ctx = *ctx_;
   z3::params p(ctx);
   p.set("som", true);
-  p.set("som_blowup", 1000000u);  // the default (10) gives up on exactly the products we need expanded
+  // The default blow-up bound (10) gives up on exactly the products we need expanded; 10^4 monomials keeps
+  // one call under a few seconds and leaves bigger expansions to the solver.
+  p.set("som_blowup", 10000u);
   std::vector<size_t> left;
   for (size_t k = 0; k < pending.size(); ++k) {
     if (run.stop()) return pending;
@@ -62,15 +57,9 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
       left.push_back(pending[k]);
       continue;
     }
-    // Bounded: an expansion that blows up is left to the solver (Z3 cancels only this call on its timer).
-    p.set("timeout", std::min(millisUntil(run.deadline), options_.presimplifyMillis));
-    bool proved = false;
-    try {
-      z3::expr d = (enc.realTerm(ob.expected) - enc.realTerm(ob.actual)).simplify(p);
-      proved = d.is_numeral() && Z3_get_numeral_string(ctx, d) == std::string("0");
-    } catch (const z3::exception&) {
-      if (run.stop()) throw;
-    }
+    // No "timeout" parameter anywhere: Z3's timer threads serialise concurrent proofs; the engine interrupts.
+    z3::expr d = (enc.realTerm(ob.expected) - enc.realTerm(ob.actual)).simplify(p);
+    bool proved = d.is_numeral() && Z3_get_numeral_string(ctx, d) == std::string("0");
     if (!proved) left.push_back(pending[k]);
   }
   return left;
@@ -79,17 +68,22 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
 std::vector<double> Z3Proof::readModel(const Run& run, const z3::model& m, const Z3Encoding& enc) {
   const auto& vars = run.problem.pool.vars();
   std::vector<double> values(vars.size());
-  for (size_t v = 0; v < vars.size(); ++v) values[v] = defaultValue(vars[v]);
-  for (const auto& [index, x] : enc.variables()) values[index] = toDouble(m.eval(x, true));
+  for (size_t v = 0; v < vars.size(); ++v)
+    values[v] = defaultValue(vars[v]);
+  for (const auto& [index, x] : enc.variables())
+    values[index] = toDouble(m.eval(x, true));
   return values;
 }
 
 // Pin inputs one by one to 0, 1, -1, 2 while the query stays sat, within a bounded number of checks.
 void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std::vector<double>& values) {
   z3::context& ctx = *ctx_;
-  const auto until = std::min(run.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                               std::chrono::duration<double>(options_.minimiseSeconds)));
+  const auto until =
+      std::min(run.deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(options_.minimiseSeconds)));
   z3::model model = s.get_model();
+  // A minimising check that runs long is interrupted by the engine; the values found so far remain a model.
+  if (run.interruptAt) run.interruptAt->store(until.time_since_epoch().count());
   int checks = 0;
   for (const auto& [index, x] : enc.variables()) {
     if (checks >= options_.minimiseChecks || Clock::now() >= until || run.budget.cancelled()) break;
@@ -102,7 +96,8 @@ void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std
         if (info.hi <= info.lo || (c >= info.lo && c < info.hi)) candidates.push_back(ctx.int_val(c));
       if (candidates.empty()) candidates.push_back(ctx.int_val(info.lo));
     } else {
-      for (int c : {0, 1, -1, 2}) candidates.push_back(ctx.real_val(c));
+      for (int c : {0, 1, -1, 2})
+        candidates.push_back(ctx.real_val(c));
     }
     for (const z3::expr& c : candidates) {
       z3::expr pin = x == c;
@@ -114,7 +109,6 @@ void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std
       ++checks;
       s.push();
       s.add(pin);
-      s.set("timeout", std::min(millisUntil(until), 500u));
       if (s.check() == z3::sat) {
         model = s.get_model();
         values = readModel(run, model, enc);
@@ -139,15 +133,17 @@ Result Z3Proof::counterexample(const Run& run, z3::solver& s, const Z3Encoding& 
     if (mismatches.empty()) continue;
     r.status = Status::Failed;
     r.reason = "counterexample: " + std::to_string(mismatches.size()) + " of " +
-               std::to_string(run.problem.obligations.size()) + " outputs differ (confirmed in double precision)";
+               std::to_string(run.problem.obligations.size()) +
+               " outputs differ (confirmed in double precision)";
     r.cex = Counterexample{*values, std::move(mismatches), true};
     return r;
   }
   r.status = Status::Inconclusive;
-  r.reason = run.scope.functions.empty()
-                 ? "counterexample not confirmed: re-evaluated in double precision, outputs agree up to rounding"
-                 : "spurious counterexample: relies on uninterpreted " + functionNames(run.scope.functions) +
-                       " (re-evaluated concretely, outputs agree)";
+  r.reason =
+      run.scope.functions.empty()
+          ? "counterexample not confirmed: re-evaluated in double precision, outputs agree up to rounding"
+          : "spurious counterexample: relies on uninterpreted " + functionNames(run.scope.functions) +
+                " (re-evaluated concretely, outputs agree)";
   r.cex = Counterexample{std::move(small), {}, false};
   return r;
 }
@@ -158,9 +154,11 @@ Result Z3Proof::decide(const Run& run) {
   Z3Encoding enc(ctx, run.problem.pool);
   if (!enc.translate(run.scope, [&] { return run.stop(); })) return r;  // the caller names the cause
   std::vector<size_t> pending = run.scope.open;
-  if (options_.strategy == Z3Options::Strategy::Presimplify) pending = presimplify(run, enc, std::move(pending));
+  if (options_.strategy == Z3Options::Strategy::Presimplify)
+    pending = presimplify(run, enc, std::move(pending));
   z3::solver s = makeSolver();
-  for (const z3::expr& c : enc.sideConditions()) s.add(c);
+  for (const z3::expr& c : enc.sideConditions())
+    s.add(c);
   const size_t chunk = std::max<size_t>(1, options_.chunk);
   for (size_t from = 0; from < pending.size(); from += chunk) {
     if (run.stop()) return r;
@@ -173,18 +171,23 @@ Result Z3Proof::decide(const Run& run) {
     }
     s.push();
     s.add(z3::mk_or(differ));
-    s.set("timeout", millisUntil(run.deadline));
     switch (s.check()) {
-      case z3::unsat: s.pop(); break;
-      case z3::sat: return counterexample(run, s, enc);
-      case z3::unknown: r.reason = "z3 returned unknown: " + s.reason_unknown(); return r;
+      case z3::unsat:
+        s.pop();
+        break;
+      case z3::sat:
+        return counterexample(run, s, enc);
+      case z3::unknown:
+        r.reason = "z3 returned unknown: " + s.reason_unknown();
+        return r;
     }
   }
   r.status = Status::Verified;
-  r.reason = "proved for all real inputs: " + std::to_string(run.scope.open.size()) + " obligations (" +
-             std::to_string(run.problem.obligations.size() - run.scope.open.size()) +
-             " more identical by construction" +
-             (run.scope.functions.empty() ? "" : "; " + functionNames(run.scope.functions) + " uninterpreted") + ")";
+  r.reason =
+      "proved for all real inputs: " + std::to_string(run.scope.open.size()) + " obligations (" +
+      std::to_string(run.problem.obligations.size() - run.scope.open.size()) +
+      " more identical by construction" +
+      (run.scope.functions.empty() ? "" : "; " + functionNames(run.scope.functions) + " uninterpreted") + ")";
   return r;
 }
 

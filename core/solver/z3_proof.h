@@ -5,6 +5,7 @@
 
 #include <z3++.h>
 
+#include <atomic>
 #include <chrono>
 
 #include "core/solver/problem_scope.h"
@@ -21,6 +22,9 @@ class Z3Proof {
     const ProblemScope& scope;
     const Budget& budget;
     Clock::time_point deadline;
+    // Where the proof asks its engine for an interrupt at a given time (the minimisation budget); may be
+    // null.
+    std::atomic<Clock::rep>* interruptAt = nullptr;
     bool stop() const { return budget.cancelled() || Clock::now() >= deadline; }
   };
 

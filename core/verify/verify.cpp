@@ -9,6 +9,7 @@
 
 #include "core/plan/validate.h"
 #include "core/solver/engine.h"
+#include "core/solver/normalize.h"
 #include "core/stage/canonical.h"
 #include "core/stage/lower.h"
 #include "core/stage/reduce.h"
@@ -98,14 +99,38 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
       return res;
     }
   }
+  // Ring identities modulo congruence are proved by normal forms; Z3 decides the rest.
+  solver::NormalisationResult nf = solver::proveByNormalisation(pb, budget);
+  const std::string engineName = opt.engine == EngineChoice::Both ? "random+z3" : "z3";
+  if (nf.provedCount == pb.obligations.size()) {
+    res.status = solver::Status::Verified;
+    res.engine = engineName;
+    res.reason = "all " + std::to_string(nf.provedCount) + " obligations proved by polynomial normal form";
+    return res;
+  }
+  solver::Problem rest;
+  const solver::Problem* toSolve = &pb;
+  std::vector<size_t> restIndex;
+  if (nf.provedCount > 0) {
+    rest.pool = pb.pool;
+    rest.logicalInputs = pb.logicalInputs;
+    rest.parallelInputs = pb.parallelInputs;
+    for (size_t i = 0; i < pb.obligations.size(); ++i)
+      if (!nf.proved[i]) rest.obligations.push_back(pb.obligations[i]);
+    toSolve = &rest;
+  }
   if (!eng.z3) eng.z3 = solver::makeZ3Engine();
-  solver::Result z = eng.z3->check(pb, budget);
+  solver::Result z = eng.z3->check(*toSolve, budget);
+  if (nf.provedCount > 0) {
+    z.reason = std::to_string(nf.provedCount) + " obligations proved by polynomial normal form, " +
+               std::to_string(toSolve->obligations.size()) + " by z3: " + z.reason;
+  }
   res.status = z.status;
   res.reason = z.reason;
-  res.engine = opt.engine == EngineChoice::Both ? "random+z3" : "z3";
+  res.engine = engineName;
   if (z.status == solver::Status::Inconclusive && fieldResult.status == solver::Status::Verified)
     res.reason += "; the random-field engine found no difference (" + fieldResult.reason + ")";
-  if (z.cex) res.counterexample = describeCounterexample(pb, *z.cex);
+  if (z.cex) res.counterexample = describeCounterexample(*toSolve, *z.cex);
   return res;
 }
 

@@ -14,10 +14,14 @@
 
 namespace paraproof::ui::testing {
 
-inline QString fixture(const char* name) { return QStringLiteral(PARAPROOF_FIXTURES "/plans/") + name; }
+inline QString fixture(const char* name) {
+  return QStringLiteral(PARAPROOF_FIXTURES "/plans/") + name;
+}
 
 // Keeps tests away from the user's settings and window layout.
-inline void isolateSettings() { QStandardPaths::setTestModeEnabled(true); }
+inline void isolateSettings() {
+  QStandardPaths::setTestModeEnabled(true);
+}
 
 // Saves the whole window under PARAPROOF_SCREENSHOTS for people to look at.
 inline void saveScreenshot(QWidget& window, const QString& name) {
@@ -73,13 +77,28 @@ inline Plan generatedPlanWithBug(QString* what) {
     }
   Plan plan = generateFromZoo(r);
   Device& dev = plan.devices.back();
+  auto record = [&](const QString& text) {
+    *what = text;
+    plan.metadata["injected"] = {{"id", "test-mutation"}, {"description", text.toStdString()}};
+  };
+  // A constant that differs on one rank (catalog cases 7, 8, 12).
+  for (const char* key : {"divisor", "factor", "value", "exponent"})
+    for (Op& op : dev.graph.ops)
+      if (op.attrs.contains(key) && op.attrs[key].is_number() && op.attrs[key].get<double>() != 0) {
+        op.attrs[key] = op.attrs[key].get<double>() * 2;
+        record(QStringLiteral("rank %1 op %2 uses %3 twice as large as the other ranks")
+                   .arg(dev.rank)
+                   .arg(QString::fromStdString(op.id), key));
+        return plan;
+      }
+  // Operands swapped in a non-commutative op.
   for (Op& op : dev.graph.ops)
-    if (op.kind == "div_scalar" || op.kind == "scale") {
-      const char* key = op.kind == "div_scalar" ? "divisor" : "factor";
-      op.attrs[key] = op.attrs[key].get<double>() * 2;
-      *what = QStringLiteral("rank %1 op %2: %3 doubled").arg(dev.rank).arg(QString::fromStdString(op.id), key);
-      plan.metadata["injected"] = {{"id", "test-wrong-scale"},
-                                   {"description", what->toStdString() + " (inconsistent scaling on one rank)"}};
+    if ((op.kind == "sub" || op.kind == "div") && op.inputs.size() == 2 &&
+        dev.graph.values[op.inputs[0]].type == dev.graph.values[op.inputs[1]].type) {
+      std::swap(op.inputs[0], op.inputs[1]);
+      record(QStringLiteral("rank %1 op %2 has its operands swapped")
+                 .arg(dev.rank)
+                 .arg(QString::fromStdString(op.id)));
       return plan;
     }
   *what = QStringLiteral("no mutation site");

@@ -24,13 +24,15 @@ class TestInspectorHierarchy : public QObject {
     // "mlp.fc1" -> group mlp > group fc1 > ops; every op is a leaf somewhere under the root.
     QVERIFY(groupLabelled(logical, "mlp") >= 0);
     int ops = 0;
-    for (const Element& e : logical.elements()) ops += e.kind == Element::Kind::Op;
+    for (const Element& e : logical.elements())
+      ops += e.kind == Element::Kind::Op;
     QCOMPARE(ops, static_cast<int>(plan.logical.ops.size()));
 
     // dp2 x tp2: the two dp replicas of each tp rank fold into one device group counting 2.
     GraphModel parallel = GraphModel::parallel(plan, {});
     QCOMPARE(parallel.shownDevices().size(), size_t(2));
-    for (int d : parallel.shownDevices()) QCOMPARE(plan.devices[d].coord[0], int64_t(0));
+    for (int d : parallel.shownDevices())
+      QCOMPARE(plan.devices[d].coord[0], int64_t(0));
     int devices = 0;
     for (int n = 0; n < parallel.size(); ++n)
       if (parallel.node(n).kind == HierarchyNode::Kind::Device && parallel.node(n).parent >= 0) {

@@ -1,4 +1,6 @@
 // Lineage links: selecting a logical op highlights the device ops implementing it, and the reverse.
+#include <set>
+
 #include "inspector_test_support.h"
 
 using namespace paraproof;

@@ -35,7 +35,8 @@ class TestInspectorVerify : public QObject {
     QTRY_VERIFY(!w.parallelView()->selectedNodes().empty());
     for (GraphView* view : {w.logicalView(), w.parallelView()}) {
       bool anyFailed = false;
-      for (int n : view->selectedNodes()) anyFailed |= view->nodeState(n) == StageState::Failed;
+      for (int n : view->selectedNodes())
+        anyFailed |= view->nodeState(n) == StageState::Failed;
       QVERIFY2(anyFailed, "a selected node of the failing stage shows the failed state");
     }
     // Collapsing everything keeps the failure visible on the top-level groups.
@@ -43,7 +44,8 @@ class TestInspectorVerify : public QObject {
     QVERIFY(waitForLayouts(w));
     bool groupFailed = false;
     const GraphModel* pm = w.parallelView()->model();
-    for (int c : pm->node(pm->root()).children) groupFailed |= w.parallelView()->nodeState(c) == StageState::Failed;
+    for (int c : pm->node(pm->root()).children)
+      groupFailed |= w.parallelView()->nodeState(c) == StageState::Failed;
     QVERIFY2(groupFailed, "a collapsed top-level group shows the failure");
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
