@@ -50,8 +50,8 @@ int Args::getInt(const std::string& name, int fallback, int min, int max) const 
     if (used != v->size() || x < min || x > max) throw std::invalid_argument("range");
     return x;
   } catch (const std::exception&) {
-    throw UsageError("--" + name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                     "], got '" + *v + "'");
+    throw UsageError("--" + name + " must be an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + *v + "'");
   }
 }
 

@@ -22,16 +22,18 @@ int runInspect(const std::vector<std::string>& argv) {
   try {
     plan = loadPlan(path);
   } catch (const PlanError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";
+    for (const auto& d : e.diagnostics())
+      std::cerr << "error: " << d.str() << "\n";
     return 2;
   }
   auto diags = validatePlan(plan, path);
   std::cout << "plan:     " << (plan.name.empty() ? path : plan.name) << "\n";
   std::cout << "mesh:     ";
   for (size_t i = 0; i < plan.mesh.axes.size(); ++i)
-    std::cout << (i ? " x " : "") << plan.mesh.axes[i] << "=" << (i < plan.mesh.shape.size() ? plan.mesh.shape[i] : 0);
-  std::cout << "\nlogical:  " << plan.logical.ops.size() << " ops, " << plan.logical.inputs.size() << " inputs, "
-            << plan.logical.outputs.size() << " outputs\n";
+    std::cout << (i ? " x " : "") << plan.mesh.axes[i] << "="
+              << (i < plan.mesh.shape.size() ? plan.mesh.shape[i] : 0);
+  std::cout << "\nlogical:  " << plan.logical.ops.size() << " ops, " << plan.logical.inputs.size()
+            << " inputs, " << plan.logical.outputs.size() << " outputs\n";
   size_t ops = 0, lineage = 0;
   std::map<std::string, size_t> comm;
   for (const Device& d : plan.devices) {
@@ -40,18 +42,22 @@ int runInspect(const std::vector<std::string>& argv) {
     for (const Op& op : d.graph.ops)
       if (isCommunication(op)) ++comm[op.kind];
   }
-  std::cout << "devices:  " << plan.devices.size() << " (" << ops << " ops, " << lineage << " tensors with lineage)\n";
+  std::cout << "devices:  " << plan.devices.size() << " (" << ops << " ops, " << lineage
+            << " tensors with lineage)\n";
   std::cout << "communication:";
   if (comm.empty()) std::cout << " none";
-  for (const auto& [k, n] : comm) std::cout << " " << k << "=" << n;
+  for (const auto& [k, n] : comm)
+    std::cout << " " << k << "=" << n;
   std::cout << "\n";
   if (!diags.empty()) {
-    for (const auto& d : diags) std::cerr << "error: " << d.str() << "\n";
+    for (const auto& d : diags)
+      std::cerr << "error: " << d.str() << "\n";
     return 2;
   }
   auto stages = stage::cutStages(plan);
   size_t comms = 0;
-  for (const auto& s : stages) comms += s.communication;
+  for (const auto& s : stages)
+    comms += s.communication;
   std::cout << "stages:   " << stages.size() << " (" << stages.size() - comms << " compute, " << comms
             << " communication)\n";
   return 0;

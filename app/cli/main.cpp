@@ -15,6 +15,12 @@ const char* kUsage =
     "commands:\n"
     "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S]\n"
     "                         prove the plan equivalent to its logical model, or show where it is not\n"
+    "  verify --model NAME --parallel dp=2,tp=2,pp=2,mb=2 [--layers L] [--inject "
+    "BUG[@layer=..,rank=..,mb=..]]\n"
+    "                         generate a plan in memory and verify it\n"
+    "  generate --model NAME --parallel ... [--layers L] [--inject BUG] -o PLAN.json\n"
+    "  models [--json]        the model zoo with the real configurations\n"
+    "  bugs [--json]          the bug catalog\n"
     "  inspect PLAN.json      summary: devices, ops, collectives, stages\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive\n"
@@ -33,6 +39,9 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "verify") return paraproof::cli::runVerify(args);
     if (cmd == "inspect") return paraproof::cli::runInspect(args);
+    if (cmd == "generate") return paraproof::cli::runGenerate(args);
+    if (cmd == "models") return paraproof::cli::runModels(args);
+    if (cmd == "bugs") return paraproof::cli::runBugs(args);
   } catch (const paraproof::cli::UsageError& e) {
     std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
     return 2;

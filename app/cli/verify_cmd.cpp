@@ -16,6 +16,9 @@ namespace {
 
 const char* kHelp =
     "usage: paraproof verify PLAN.json [options]\n"
+    "       paraproof verify --model NAME --parallel dp=..,tp=..,pp=..,mb=.. [--layers L] [--seq S] [--batch "
+    "B]\n"
+    "                        [--inject BUG[@layer=..,rank=..,mb=..]] [options]\n"
     "\n"
     "Proves, stage by stage, that the parallel plan computes exactly what its logical model computes\n"
     "(over the reals), or reports the failing stage with a concrete counterexample.\n"
@@ -33,7 +36,9 @@ const char* kHelp =
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
 
 std::atomic<bool> gCancel{false};  // set from the SIGINT handler only (async-signal-safe)
-extern "C" void onInterrupt(int) { gCancel.store(true); }
+extern "C" void onInterrupt(int) {
+  gCancel.store(true);
+}
 
 // Progress on stderr: one updating line on a terminal, nothing otherwise (logs stay clean).
 class Progress : public verify::Observer {
@@ -49,8 +54,8 @@ class Progress : public verify::Observer {
     ++done_;
     failed_ += r.status == solver::Status::Failed;
     if (tty_)
-      std::cerr << "\r[" << done_ << "/" << total_ << "] " << failed_ << " failed" << (done_ == total_ ? "\n" : "")
-                << std::flush;
+      std::cerr << "\r[" << done_ << "/" << total_ << "] " << failed_ << " failed"
+                << (done_ == total_ ? "\n" : "") << std::flush;
   }
 
  private:
@@ -62,30 +67,40 @@ class Progress : public verify::Observer {
 }  // namespace
 
 int runVerify(const std::vector<std::string>& argv) {
-  Args args(argv, {"jobs", "engine", "timeout", "json"}, {"help", "verbose", "no-reduce", "no-dedup"});
+  Args args(argv,
+            {"jobs", "engine", "timeout", "json", "model", "parallel", "layers", "seq", "batch", "inject"},
+            {"help", "verbose", "no-reduce", "no-dedup"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
   }
-  if (args.positional().size() != 1) throw UsageError("expected exactly one PLAN.json");
+  const bool generated = args.has("model");
+  if (args.positional().size() != (generated ? 0u : 1u))
+    throw UsageError(generated ? "give either PLAN.json or --model, not both"
+                               : "expected exactly one PLAN.json");
   verify::Options opt;
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   opt.jobs = args.getInt("jobs", cores, 1, 4096);
   opt.timeoutSeconds = args.getDouble("timeout", 60, 0.001);
   std::string engine = args.getOr("engine", "both");
-  if (engine == "z3") opt.engine = verify::EngineChoice::Z3;
-  else if (engine == "random") opt.engine = verify::EngineChoice::Random;
-  else if (engine == "both") opt.engine = verify::EngineChoice::Both;
-  else throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
+  if (engine == "z3")
+    opt.engine = verify::EngineChoice::Z3;
+  else if (engine == "random")
+    opt.engine = verify::EngineChoice::Random;
+  else if (engine == "both")
+    opt.engine = verify::EngineChoice::Both;
+  else
+    throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
   opt.reduceShapes = !args.has("no-reduce");
   opt.dedupStages = !args.has("no-dedup");
 
-  const std::string path = args.positional()[0];
+  const std::string path = generated ? "<generated>" : args.positional()[0];
   Plan plan;
   try {
-    plan = loadPlan(path);
+    plan = generated ? generateFromArgs(args) : loadPlan(path);
   } catch (const PlanError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.str() << "\n";
+    for (const auto& d : e.diagnostics())
+      std::cerr << "error: " << d.str() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << path << ": " << e.what() << "\n";
@@ -97,8 +112,8 @@ int runVerify(const std::vector<std::string>& argv) {
   Progress progress(isatty(STDERR_FILENO));
   verify::Report report = verify::verifyPlan(plan, opt, &progress, &gCancel);
   if (report.verdict == verify::Verdict::Invalid)
-    for (const auto& d : report.errors) std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": "
-                                                  << d.message << "\n";
+    for (const auto& d : report.errors)
+      std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": " << d.message << "\n";
   std::cout << verify::reportToText(report, args.has("verbose"));
   if (auto out = args.get("json")) {
     try {

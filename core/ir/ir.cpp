@@ -6,13 +6,20 @@ namespace paraproof {
 
 const char* dtypeName(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
-    case DType::F64: return "f64";
-    case DType::I64: return "i64";
-    case DType::I32: return "i32";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F16:
+      return "f16";
+    case DType::F64:
+      return "f64";
+    case DType::I64:
+      return "i64";
+    case DType::I32:
+      return "i32";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -25,14 +32,16 @@ std::optional<DType> parseDType(const std::string& s) {
 
 int64_t numElements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    n *= d;
   return n;
 }
 
 std::string shapeString(const Shape& s) {
   std::ostringstream os;
   os << '[';
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  for (size_t i = 0; i < s.size(); ++i)
+    os << (i ? "," : "") << s[i];
   os << ']';
   return os.str();
 }
@@ -72,15 +81,18 @@ OpId Graph::addOp(Op op, const std::vector<std::pair<std::string, TensorType>>& 
 std::vector<std::vector<OpId>> Graph::consumers() const {
   std::vector<std::vector<OpId>> c(values.size());
   for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o)
-    for (ValueId v : ops[o].inputs) c[v].push_back(o);
+    for (ValueId v : ops[o].inputs)
+      c[v].push_back(o);
   return c;
 }
 
 void Graph::reindex() {
   valueIndex_.clear();
   opIndex_.clear();
-  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v) valueIndex_[values[v].name] = v;
-  for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o) opIndex_[ops[o].id] = o;
+  for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v)
+    valueIndex_[values[v].name] = v;
+  for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o)
+    opIndex_[ops[o].id] = o;
 }
 
 }  // namespace paraproof

@@ -21,7 +21,9 @@ enum class DType { F32, BF16, F16, F64, I64, I32, Bool };
 
 const char* dtypeName(DType t);
 std::optional<DType> parseDType(const std::string& s);
-inline bool isInteger(DType t) { return t == DType::I64 || t == DType::I32; }
+inline bool isInteger(DType t) {
+  return t == DType::I64 || t == DType::I32;
+}
 int64_t numElements(const Shape& s);
 std::string shapeString(const Shape& s);
 

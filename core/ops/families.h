@@ -7,11 +7,11 @@
 
 namespace paraproof::ops {
 
-void registerElementwise(std::vector<OpDef>& reg);     // elementwise.cpp
-void registerShapeOps(std::vector<OpDef>& reg);        // shape_ops.cpp
-void registerLinalg(std::vector<OpDef>& reg);          // linalg.cpp
-void registerReductions(std::vector<OpDef>& reg);      // reductions.cpp
-void registerNN(std::vector<OpDef>& reg);              // nn.cpp
-void registerCommunication(std::vector<OpDef>& reg);   // communication.cpp
+void registerElementwise(std::vector<OpDef>& reg);    // elementwise.cpp
+void registerShapeOps(std::vector<OpDef>& reg);       // shape_ops.cpp
+void registerLinalg(std::vector<OpDef>& reg);         // linalg.cpp
+void registerReductions(std::vector<OpDef>& reg);     // reductions.cpp
+void registerNN(std::vector<OpDef>& reg);             // nn.cpp
+void registerCommunication(std::vector<OpDef>& reg);  // communication.cpp
 
 }  // namespace paraproof::ops

@@ -17,7 +17,8 @@ struct Registry {
     registerReductions(defs);
     registerNN(defs);
     registerCommunication(defs);
-    for (size_t i = 0; i < defs.size(); ++i) index[defs[i].name] = i;
+    for (size_t i = 0; i < defs.size(); ++i)
+      index[defs[i].name] = i;
   }
 };
 // Immutable after construction (thread-safe static init): no mutable global state.
@@ -35,7 +36,8 @@ const OpDef* findOp(const std::string& name) {
 
 std::vector<const OpDef*> allOps() {
   std::vector<const OpDef*> out;
-  for (const OpDef& d : registry().defs) out.push_back(&d);
+  for (const OpDef& d : registry().defs)
+    out.push_back(&d);
   return out;
 }
 
@@ -51,7 +53,8 @@ std::vector<TensorType> inferTypes(const OpDef& def, const std::vector<TensorTyp
 
 int64_t flatIndex(const Shape& shape, const std::vector<int64_t>& index) {
   int64_t f = 0;
-  for (size_t i = 0; i < shape.size(); ++i) f = f * shape[i] + index[i];
+  for (size_t i = 0; i < shape.size(); ++i)
+    f = f * shape[i] + index[i];
   return f;
 }
 

@@ -60,14 +60,16 @@ struct OpDef {
   // Output types from input types and attributes. Throws ShapeError (or Json errors for bad attributes).
   std::function<std::vector<TensorType>(const std::vector<TensorType>& in, const Json& attrs)> infer;
   // Axis structure; null means "do not reduce any axis this op touches" (always sound).
-  std::function<AxisInfo(const std::vector<TensorType>& in, const std::vector<TensorType>& out, const Json& attrs)>
+  std::function<AxisInfo(const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                         const Json& attrs)>
       axes;
   // Rewrites index-valued attributes (offsets, sizes, shapes) for reduced shapes; null if none.
   std::function<Json(const Json& attrs, const std::vector<TensorType>& reducedIn,
                      const std::vector<TensorType>& reducedOut, const AxisFactor& factor)>
       rescale;
   // Semantics of a single-device op.
-  std::function<std::vector<SymTensor>(sym::ExprPool& pool, const std::vector<SymTensor>& in, const Json& attrs)>
+  std::function<std::vector<SymTensor>(sym::ExprPool& pool, const std::vector<SymTensor>& in,
+                                       const Json& attrs)>
       lower;
   // Semantics of a collective over its group: memberInputs[i] is the input of the i-th rank listed in
   // attrs["group"]; returns each member's output in the same order.

@@ -5,7 +5,8 @@ namespace paraproof {
 Shape Box::extent() const {
   Shape s;
   s.reserve(ranges.size());
-  for (auto [a, b] : ranges) s.push_back(b - a);
+  for (auto [a, b] : ranges)
+    s.push_back(b - a);
   return s;
 }
 
@@ -21,15 +22,20 @@ int Plan::deviceIndex(int rank) const {
 }
 
 bool isCollective(const std::string& k) {
-  return k == "all_reduce" || k == "all_gather" || k == "reduce_scatter" || k == "all_to_all" || k == "broadcast";
+  return k == "all_reduce" || k == "all_gather" || k == "reduce_scatter" || k == "all_to_all" ||
+         k == "broadcast";
 }
 
 bool isCollective(const Op& op) {
   return isCollective(op.kind) && (op.kind != "broadcast" || op.attrs.contains("instance"));
 }
 
-bool isCommunication(const Op& op) { return isCollective(op) || isP2P(op.kind); }
+bool isCommunication(const Op& op) {
+  return isCollective(op) || isP2P(op.kind);
+}
 
-bool isP2P(const std::string& k) { return k == "send" || k == "recv"; }
+bool isP2P(const std::string& k) {
+  return k == "send" || k == "recv";
+}
 
 }  // namespace paraproof

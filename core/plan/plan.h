@@ -54,7 +54,9 @@ struct Plan {
 // Collective and point-to-point op kinds, whose semantics span several devices.
 bool isCollective(const std::string& kind);  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
 bool isP2P(const std::string& kind);         // send, recv
-inline bool isCommunication(const std::string& kind) { return isCollective(kind) || isP2P(kind); }
+inline bool isCommunication(const std::string& kind) {
+  return isCollective(kind) || isP2P(kind);
+}
 // For an op: a `broadcast` without an `instance` is the shape op broadcast_to, not the collective.
 bool isCommunication(const Op& op);
 bool isCollective(const Op& op);

@@ -55,7 +55,8 @@ std::optional<Rational> exactRational(double v) {
   // Scale the mantissa to an integer: at most 53 bits.
   int64_t mant = static_cast<int64_t>(std::ldexp(m, 53));
   int shift = e - 53;
-  while (mant != 0 && (mant & 1) == 0 && shift < 0) mant >>= 1, ++shift;
+  while (mant != 0 && (mant & 1) == 0 && shift < 0)
+    mant >>= 1, ++shift;
   if (shift >= 0) {
     if (shift > 62 - 53) return std::nullopt;
     return Rational::make(static_cast<Int128>(mant) << shift, 1);
@@ -66,7 +67,7 @@ std::optional<Rational> exactRational(double v) {
 
 using AtomId = uint32_t;
 using Monomial = std::vector<std::pair<AtomId, uint32_t>>;  // sorted by atom, powers >= 1
-using Poly = std::vector<std::pair<Monomial, Rational>>;     // sorted by monomial, nonzero coefficients
+using Poly = std::vector<std::pair<Monomial, Rational>>;    // sorted by monomial, nonzero coefficients
 using PolyId = uint32_t;
 
 class Normaliser {
@@ -128,7 +129,8 @@ class Normaliser {
   Poly scale(const Poly& a, Rational r) const {
     if (r.zero()) return {};
     Poly out = a;
-    for (auto& t : out) t.second = t.second * r;
+    for (auto& t : out)
+      t.second = t.second * r;
     return out;
   }
 
@@ -176,7 +178,8 @@ class Normaliser {
   // Comparisons become indicator atoms keyed by the normal form of their difference.
   AtomId comparison(const sym::Node& n, sym::ExprId e) {
     const sym::ExprId a = n.args[0], b = n.args[1];
-    if (pool_.sort(a) != sym::Sort::Real) return atom({-1, static_cast<int64_t>(e)}, true);  // integers: structural
+    if (pool_.sort(a) != sym::Sort::Real)
+      return atom({-1, static_cast<int64_t>(e)}, true);  // integers: structural
     PolyId d = intern(add(polys_[polyOf(a)], scale(polys_[polyOf(b)], Rational{-1, 1})));
     return atom({-2, static_cast<int64_t>(n.kind), static_cast<int64_t>(d)}, true);
   }
@@ -218,32 +221,40 @@ class Normaliser {
         std::memcpy(&bits, &n.value, sizeof bits);
         return ofAtom(atom({-3, bits}));
       }
-      case sym::Kind::Var: return ofAtom(atom({-4, static_cast<int64_t>(n.var)}));
+      case sym::Kind::Var:
+        return ofAtom(atom({-4, static_cast<int64_t>(n.var)}));
       case sym::Kind::Add: {
         Poly s;
-        for (auto a : n.args) s = add(s, P(a));
+        for (auto a : n.args)
+          s = add(s, P(a));
         return s;
       }
       case sym::Kind::Mul: {
         Poly p = constant(Rational{1, 1});
-        for (auto a : n.args) p = mul(p, P(a));
+        for (auto a : n.args)
+          p = mul(p, P(a));
         return p;
       }
       case sym::Kind::Div: {
         const Poly& den = P(n.args[1]);
-        if (auto c = asConstant(den); c && !c->zero()) return scale(P(n.args[0]), Rational::make(c->den, c->num));
+        if (auto c = asConstant(den); c && !c->zero())
+          return scale(P(n.args[0]), Rational::make(c->den, c->num));
         return mul(P(n.args[0]), ofAtom(atom({-5, static_cast<int64_t>(memo_.at(n.args[1]))})));
       }
       case sym::Kind::Apply: {
         std::vector<int64_t> key{-6, static_cast<int64_t>(n.fn)};
-        for (auto a : n.args) key.push_back(memo_.at(a));
+        for (auto a : n.args)
+          key.push_back(memo_.at(a));
         return ofAtom(atom(std::move(key)));
       }
       case sym::Kind::Lt:
       case sym::Kind::Le:
-      case sym::Kind::Eq: return ofAtom(comparison(n, e));
-      case sym::Kind::Not: return add(constant(Rational{1, 1}), scale(P(n.args[0]), Rational{-1, 1}));
-      case sym::Kind::And: return mul(P(n.args[0]), P(n.args[1]));
+      case sym::Kind::Eq:
+        return ofAtom(comparison(n, e));
+      case sym::Kind::Not:
+        return add(constant(Rational{1, 1}), scale(P(n.args[0]), Rational{-1, 1}));
+      case sym::Kind::And:
+        return mul(P(n.args[0]), P(n.args[1]));
       case sym::Kind::Or: {
         const Poly &a = P(n.args[0]), &b = P(n.args[1]);
         return add(add(a, b), scale(mul(a, b), Rational{-1, 1}));
@@ -254,7 +265,8 @@ class Normaliser {
         Poly notC = add(constant(Rational{1, 1}), scale(c, Rational{-1, 1}));
         return add(mul(c, P(n.args[1])), mul(notC, P(n.args[2])));
       }
-      case sym::Kind::ToReal: return ofAtom(atom({-8, static_cast<int64_t>(n.args[0])}));
+      case sym::Kind::ToReal:
+        return ofAtom(atom({-8, static_cast<int64_t>(n.args[0])}));
     }
     throw GiveUp{};
   }
@@ -263,7 +275,8 @@ class Normaliser {
     size_t operator()(const Poly& p) const {
       uint64_t h = 1469598103934665603ull;
       for (const auto& [m, c] : p) {
-        for (auto [a, k] : m) h = (h ^ (a * 31ull + k)) * 1099511628211ull;
+        for (auto [a, k] : m)
+          h = (h ^ (a * 31ull + k)) * 1099511628211ull;
         h = (h ^ static_cast<uint64_t>(c.num)) * 1099511628211ull;
         h = (h ^ static_cast<uint64_t>(c.den)) * 1099511628211ull;
       }
@@ -273,7 +286,8 @@ class Normaliser {
   struct KeyHash {
     size_t operator()(const std::vector<int64_t>& k) const {
       uint64_t h = 1469598103934665603ull;
-      for (int64_t x : k) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+      for (int64_t x : k)
+        h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
       return h;
     }
   };

@@ -23,7 +23,8 @@ std::string canonicalHash(const solver::Problem& pb) {
   d.mix(pool.size());
   for (sym::ExprId e = 0; e < pool.size(); ++e) {
     const sym::Node& n = pool.node(e);
-    d.mix(static_cast<uint64_t>(n.kind) << 16 | static_cast<uint64_t>(n.sort) << 8 | static_cast<uint64_t>(n.fn));
+    d.mix(static_cast<uint64_t>(n.kind) << 16 | static_cast<uint64_t>(n.sort) << 8 |
+          static_cast<uint64_t>(n.fn));
     d.mix(std::bit_cast<uint64_t>(n.value));
     d.mix(static_cast<uint64_t>(n.ivalue));
     if (n.kind == sym::Kind::Var) {
@@ -33,7 +34,8 @@ std::string canonicalHash(const solver::Problem& pb) {
       d.mix(static_cast<uint64_t>(v.hi));
     }
     d.mix(n.args.size());
-    for (auto a : n.args) d.mix(a);
+    for (auto a : n.args)
+      d.mix(a);
   }
   d.mix(pb.obligations.size());
   for (const auto& o : pb.obligations) {

@@ -20,7 +20,8 @@ class UnionFind {
  public:
   explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
   int find(int x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    while (parent_[x] != x)
+      x = parent_[x] = parent_[parent_[x]];
     return x;
   }
   void unite(int a, int b) {
@@ -33,7 +34,9 @@ class UnionFind {
   std::vector<int> parent_;
 };
 
-std::string attrKey(const Json& a) { return a.is_string() ? a.get<std::string>() : a.dump(); }
+std::string attrKey(const Json& a) {
+  return a.is_string() ? a.get<std::string>() : a.dump();
+}
 
 // Key shared by the matching communication calls of all members.
 std::string commKey(const Op& op, int rank) {
@@ -108,7 +111,8 @@ std::vector<Stage> cutStages(const Plan& plan) {
 
   std::unordered_set<std::string> cut;
   for (const Device& dev : plan.devices)
-    for (const auto& [v, lin] : dev.lineage) cut.insert(lin.tensor);
+    for (const auto& [v, lin] : dev.lineage)
+      cut.insert(lin.tensor);
 
   UnionFind uf(numNodes);
   for (OpId o = 0; o < numLogical; ++o)

@@ -20,7 +20,8 @@ using sym::ExprId;
 std::string indexString(const std::vector<int64_t>& idx) {
   std::ostringstream os;
   os << '[';
-  for (size_t i = 0; i < idx.size(); ++i) os << (i ? "," : "") << idx[i];
+  for (size_t i = 0; i < idx.size(); ++i)
+    os << (i ? "," : "") << idx[i];
   os << ']';
   return os.str();
 }
@@ -50,7 +51,8 @@ void forEachInBox(const Box& box, F&& f) {
 
 Box fullBox(const Shape& s) {
   Box b;
-  for (int64_t d : s) b.ranges.push_back({0, d});
+  for (int64_t d : s)
+    b.ranges.push_back({0, d});
   return b;
 }
 
@@ -60,17 +62,20 @@ class Lowering {
       : plan_(plan), stage_(stage), pb_(pb), pool_(pb.pool), device_(plan.devices.size()) {
     intHi_ = 2;
     auto widen = [this](const Shape& s) {
-      for (int64_t d : s) intHi_ = std::max(intHi_, d);
+      for (int64_t d : s)
+        intHi_ = std::max(intHi_, d);
     };
     for (OpId o : stage.logicalOps)
-      for (ValueId v : plan.logical.ops[o].inputs) widen(plan.logical.values[v].type.shape);
+      for (ValueId v : plan.logical.ops[o].inputs)
+        widen(plan.logical.values[v].type.shape);
     for (const DeviceOp& d : stage.deviceOps)
       for (ValueId v : plan.devices[d.device].graph.ops[d.op].inputs)
         widen(plan.devices[d.device].graph.values[v].type.shape);
   }
 
   void run() {
-    for (OpId o : stage_.logicalOps) lowerLogical(o);
+    for (OpId o : stage_.logicalOps)
+      lowerLogical(o);
     runDevices();
     addObligations();
   }
@@ -119,11 +124,14 @@ class Lowering {
   void lowerLogical(OpId o) {
     const Op& op = plan_.logical.ops[o];
     const ops::OpDef* def = ops::findOp(op.kind);
-    if (!def || !def->lower) throw UnsupportedStage("logical op '" + op.id + "' (" + op.kind + ") has no semantics");
+    if (!def || !def->lower)
+      throw UnsupportedStage("logical op '" + op.id + "' (" + op.kind + ") has no semantics");
     std::vector<SymTensor> in;
-    for (ValueId v : op.inputs) in.push_back(logicalValue(v));
+    for (ValueId v : op.inputs)
+      in.push_back(logicalValue(v));
     std::vector<SymTensor> out = def->lower(pool_, in, op.attrs);
-    for (size_t i = 0; i < op.outputs.size(); ++i) logical_[op.outputs[i]] = std::move(out.at(i));
+    for (size_t i = 0; i < op.outputs.size(); ++i)
+      logical_[op.outputs[i]] = std::move(out.at(i));
   }
 
   // A stage input on a device: its value is fixed by its lineage.
@@ -155,7 +163,8 @@ class Lowering {
       std::vector<ExprId> rest = target;
       for (int k = 0; k + 1 < lin.parts; ++k) {
         ps[k] = freeTensor(lin.tensor + ".part" + std::to_string(k), tt, "").elems;
-        for (size_t i = 0; i < rest.size(); ++i) rest[i] = pool_.sub(rest[i], ps[k][i]);
+        for (size_t i = 0; i < rest.size(); ++i)
+          rest[i] = pool_.sub(rest[i], ps[k][i]);
       }
       ps[lin.parts - 1] = rest;
       it = parts_.emplace(key, std::move(ps)).first;
@@ -168,12 +177,14 @@ class Lowering {
   void runDevices() {
     std::vector<std::vector<OpId>> program(plan_.devices.size());
     std::vector<std::vector<bool>> inStage(plan_.devices.size());
-    for (size_t d = 0; d < plan_.devices.size(); ++d) inStage[d].assign(plan_.devices[d].graph.ops.size(), false);
+    for (size_t d = 0; d < plan_.devices.size(); ++d)
+      inStage[d].assign(plan_.devices[d].graph.ops.size(), false);
     for (const DeviceOp& d : stage_.deviceOps) {
       program[d.device].push_back(d.op);
       inStage[d.device][d.op] = true;
     }
-    for (auto& p : program) std::sort(p.begin(), p.end());
+    for (auto& p : program)
+      std::sort(p.begin(), p.end());
     std::vector<size_t> pc(program.size(), 0);
     std::map<std::string, std::vector<ExprId>> sent;
     std::map<std::string, std::map<int, OpId>> arrived;  // collective instance -> device -> op
@@ -183,8 +194,10 @@ class Lowering {
       const Graph& g = plan_.devices[d].graph;
       for (ValueId v : op.inputs) {
         OpId p = g.values[v].producer;
-        if (p != kNone && inStage[d][p]) in.push_back(device_[d].at(v));
-        else in.push_back(deviceInput(d, v));
+        if (p != kNone && inStage[d][p])
+          in.push_back(device_[d].at(v));
+        else
+          in.push_back(deviceInput(d, v));
       }
       return in;
     };
@@ -199,7 +212,8 @@ class Lowering {
           const Op& op = dev.graph.ops[o];
           const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
           if (op.kind == "send") {
-            sent[key(dev.rank, op.attrs.value("peer", -1), inst)] = inputs(static_cast<int>(d), op).at(0).elems;
+            sent[key(dev.rank, op.attrs.value("peer", -1), inst)] =
+                inputs(static_cast<int>(d), op).at(0).elems;
           } else if (op.kind == "recv") {
             auto it = sent.find(key(op.attrs.value("peer", -1), dev.rank, inst));
             if (it == sent.end()) break;
@@ -217,7 +231,8 @@ class Lowering {
             if (!def || !def->lower)
               throw UnsupportedStage("device op '" + op.id + "' (" + op.kind + ") has no semantics");
             auto out = def->lower(pool_, inputs(static_cast<int>(d), op), op.attrs);
-            for (size_t i = 0; i < op.outputs.size(); ++i) device_[d][op.outputs[i]] = std::move(out.at(i));
+            for (size_t i = 0; i < op.outputs.size(); ++i)
+              device_[d][op.outputs[i]] = std::move(out.at(i));
           }
           ++pc[d];
           progress = true;
@@ -241,7 +256,8 @@ class Lowering {
     if (members.size() < group.size()) return false;
     if (members.count(-1)) return true;  // already executed: the outputs are in place
     std::vector<int> order;
-    for (const Json& r : group) order.push_back(plan_.deviceIndex(r.get<int>()));
+    for (const Json& r : group)
+      order.push_back(plan_.deviceIndex(r.get<int>()));
     std::vector<std::vector<SymTensor>> perInput;  // [input slot][member]
     const ops::OpDef* def = ops::findOp(op.kind);
     if (!def || !def->lowerGroup) throw UnsupportedStage("collective " + op.kind + " has no semantics");
@@ -259,12 +275,14 @@ class Lowering {
       }
       Json attrs = op.attrs;
       std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, attrs);
-      for (size_t m = 0; m < order.size(); ++m) outs[m].push_back(std::move(res.at(m)));
+      for (size_t m = 0; m < order.size(); ++m)
+        outs[m].push_back(std::move(res.at(m)));
     }
     for (size_t m = 0; m < order.size(); ++m) {
       int d = order[m];
       const Op& mop = plan_.devices[d].graph.ops[members.at(d)];
-      for (size_t s = 0; s < mop.outputs.size(); ++s) device_[d][mop.outputs[s]] = std::move(outs[m].at(s));
+      for (size_t s = 0; s < mop.outputs.size(); ++s)
+        device_[d][mop.outputs[s]] = std::move(outs[m].at(s));
     }
     members[-1] = kNone;
     return true;
@@ -305,7 +323,8 @@ class Lowering {
         for (auto& [part, refs] : byPart) {
           const auto& e = device_[refs[0].device].at(refs[0].value).elems;
           if (sum.empty()) sum.assign(e.size(), pool_.zero());
-          for (size_t i = 0; i < e.size(); ++i) sum[i] = pool_.add(sum[i], e[i]);
+          for (size_t i = 0; i < e.size(); ++i)
+            sum[i] = pool_.add(sum[i], e[i]);
           who += " " + std::to_string(plan_.devices[refs[0].device].rank);
         }
         addElementwise(sliceBox(logicalByName(tensor), box), sum, kNone, who, lin);
@@ -314,8 +333,9 @@ class Lowering {
       // An incomplete group must move parts unchanged from a stage input with the same lineage.
       for (auto& [part, refs] : byPart) {
         if (!parts_.count(k))
-          throw UnsupportedStage("value parts of '" + tensor + "' are split across stages; cannot check part " +
-                                 std::to_string(part) + " alone");
+          throw UnsupportedStage("value parts of '" + tensor +
+                                 "' are split across stages; cannot check part " + std::to_string(part) +
+                                 " alone");
         const Device& dev = plan_.devices[refs[0].device];
         Lineage pl{tensor, box, part, n};
         addElementwise(partValue(pl), device_[refs[0].device].at(refs[0].value).elems, dev.rank,

@@ -20,7 +20,8 @@ class UnionFind {
  public:
   explicit UnionFind(size_t n) : p_(n) { std::iota(p_.begin(), p_.end(), size_t{0}); }
   size_t find(size_t x) {
-    while (p_[x] != x) x = p_[x] = p_[p_[x]];
+    while (p_[x] != x)
+      x = p_[x] = p_[p_[x]];
     return x;
   }
   void unite(size_t a, size_t b) {
@@ -34,7 +35,7 @@ class UnionFind {
 };
 
 struct ClassInfo {
-  int64_t gcd = 0;       // of extents and boundaries
+  int64_t gcd = 0;        // of extents and boundaries
   int64_t minExtent = 0;  // smallest extent >= 2 (0: none)
   bool pinned = false;
 };
@@ -44,7 +45,8 @@ class Reducer {
  public:
   explicit Reducer(const Plan& plan) : plan_(plan) {
     graphs_.push_back(&plan.logical);
-    for (const Device& d : plan.devices) graphs_.push_back(&d.graph);
+    for (const Device& d : plan.devices)
+      graphs_.push_back(&d.graph);
     size_t n = 0;
     for (const Graph* g : graphs_) {
       std::vector<size_t> offs;
@@ -65,7 +67,8 @@ class Reducer {
 
   ReducedPlan run() {
     ReducedPlan out;
-    for (size_t g = 0; g < graphs_.size(); ++g) collectOps(g);
+    for (size_t g = 0; g < graphs_.size(); ++g)
+      collectOps(g);
     collectLineage();
     chooseFactors();
     out.plan = plan_;
@@ -76,11 +79,14 @@ class Reducer {
       return out;
     }
     for (const Graph* g : graphs_)
-      for (const Value& v : g->values) out.elementsBefore += numElements(v.type.shape);
+      for (const Value& v : g->values)
+        out.elementsBefore += numElements(v.type.shape);
     out.elementsAfter = 0;
-    for (const Value& v : out.plan.logical.values) out.elementsAfter += numElements(v.type.shape);
+    for (const Value& v : out.plan.logical.values)
+      out.elementsAfter += numElements(v.type.shape);
     for (const Device& d : out.plan.devices)
-      for (const Value& v : d.graph.values) out.elementsAfter += numElements(v.type.shape);
+      for (const Value& v : d.graph.values)
+        out.elementsAfter += numElements(v.type.shape);
     out.reduced = out.elementsAfter < out.elementsBefore;
     std::ostringstream os;
     os << "shapes reduced: " << out.elementsBefore << " -> " << out.elementsAfter << " tensor elements";
@@ -98,12 +104,14 @@ class Reducer {
 
   std::vector<TensorType> types(const Graph& g, const std::vector<ValueId>& vs) const {
     std::vector<TensorType> t;
-    for (ValueId v : vs) t.push_back(g.values[v].type);
+    for (ValueId v : vs)
+      t.push_back(g.values[v].type);
     return t;
   }
 
   void pinValue(size_t g, ValueId v) {
-    for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a) pinnedAxes_[axis(g, v, a)] = true;
+    for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a)
+      pinnedAxes_[axis(g, v, a)] = true;
   }
 
   void collectOps(size_t g) {
@@ -120,17 +128,23 @@ class Reducer {
         }
       }
       if (!ok) {
-        for (ValueId v : op.inputs) pinValue(g, v);
-        for (ValueId v : op.outputs) pinValue(g, v);
+        for (ValueId v : op.inputs)
+          pinValue(g, v);
+        for (ValueId v : op.outputs)
+          pinValue(g, v);
         continue;
       }
       auto ax = [&](ops::AxisRef r) { return axis(g, portValue(op, r.port), r.axis); };
-      for (const auto& [a, b] : info.ties) uf_->unite(ax(a), ax(b));
-      for (const auto& [r, value] : info.boundaries) boundaries_.push_back({ax(r), value});
+      for (const auto& [a, b] : info.ties)
+        uf_->unite(ax(a), ax(b));
+      for (const auto& [r, value] : info.boundaries)
+        boundaries_.push_back({ax(r), value});
       for (const auto& p : info.products) {
         Product prod;
-        for (auto r : p.from) prod.from.push_back(ax(r));
-        for (auto r : p.to) prod.to.push_back(ax(r));
+        for (auto r : p.from)
+          prod.from.push_back(ax(r));
+        for (auto r : p.to)
+          prod.to.push_back(ax(r));
         products_.push_back(std::move(prod));
       }
       // Ops whose outputs cannot be re-inferred from reduced inputs alone keep their attrs fixed.
@@ -198,8 +212,10 @@ class Reducer {
       changed = false;
       for (const Product& p : products_) {
         int64_t f = 1, t = 1;
-        for (size_t a : p.from) f *= factor_[uf_->find(a)];
-        for (size_t a : p.to) t *= factor_[uf_->find(a)];
+        for (size_t a : p.from)
+          f *= factor_[uf_->find(a)];
+        for (size_t a : p.to)
+          t *= factor_[uf_->find(a)];
         if (f == t) continue;
         int64_t g = std::gcd(f, t);
         for (const auto* side : {&p.from, &p.to}) {
@@ -222,7 +238,8 @@ class Reducer {
 
   bool rebuild(Plan& out, std::string& why) {
     std::vector<Graph*> graphs{&out.logical};
-    for (Device& d : out.devices) graphs.push_back(&d.graph);
+    for (Device& d : out.devices)
+      graphs.push_back(&d.graph);
     for (size_t g = 0; g < graphs.size(); ++g) {
       Graph& graph = *graphs[g];
       for (size_t v = 0; v < graph.values.size(); ++v)
@@ -300,6 +317,8 @@ class Reducer {
 
 }  // namespace
 
-ReducedPlan reducePlan(const Plan& plan) { return Reducer(plan).run(); }
+ReducedPlan reducePlan(const Plan& plan) {
+  return Reducer(plan).run();
+}
 
 }  // namespace paraproof::stage

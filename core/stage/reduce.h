@@ -11,10 +11,10 @@
 namespace paraproof::stage {
 
 struct ReducedPlan {
-  Plan plan;                       // the plan at reduced shapes (or the original when not applicable)
+  Plan plan;  // the plan at reduced shapes (or the original when not applicable)
   bool reduced = false;
   int64_t elementsBefore = 0, elementsAfter = 0;  // summed over all values of all graphs
-  std::vector<std::string> notes;  // what was done, or why it was not
+  std::vector<std::string> notes;                 // what was done, or why it was not
 };
 
 ReducedPlan reducePlan(const Plan& plan);

@@ -23,9 +23,9 @@ struct DeviceValue {
 
 struct Stage {
   int id = 0;
-  bool communication = false;     // no logical ops: its proof is about data movement only
-  std::vector<OpId> logicalOps;   // in graph order
-  std::vector<DeviceOp> deviceOps;  // in (device, graph) order
+  bool communication = false;        // no logical ops: its proof is about data movement only
+  std::vector<OpId> logicalOps;      // in graph order
+  std::vector<DeviceOp> deviceOps;   // in (device, graph) order
   std::vector<DeviceValue> checked;  // device values with lineage produced here: the proof obligations
 };
 

@@ -9,13 +9,20 @@ namespace paraproof::sym {
 
 const char* fnName(Fn f) {
   switch (f) {
-    case Fn::Exp: return "exp";
-    case Fn::Log: return "log";
-    case Fn::Sqrt: return "sqrt";
-    case Fn::Sigmoid: return "sigmoid";
-    case Fn::Tanh: return "tanh";
-    case Fn::Erf: return "erf";
-    case Fn::Pow: return "pow";
+    case Fn::Exp:
+      return "exp";
+    case Fn::Log:
+      return "log";
+    case Fn::Sqrt:
+      return "sqrt";
+    case Fn::Sigmoid:
+      return "sigmoid";
+    case Fn::Tanh:
+      return "tanh";
+    case Fn::Erf:
+      return "erf";
+    case Fn::Pow:
+      return "pow";
   }
   return "?";
 }
@@ -28,7 +35,8 @@ size_t ExprPool::KeyHash::operator()(const Key& k) const {
   mix(static_cast<uint64_t>(k.fn));
   mix(k.var);
   mix(k.bits);
-  for (ExprId a : k.args) mix(a);
+  for (ExprId a : k.args)
+    mix(a);
   return static_cast<size_t>(h);
 }
 
@@ -106,7 +114,8 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   args.reserve(in.size());
   for (ExprId a : in) {
     if (nodes_[a].kind == k) {
-      for (ExprId b : nodes_[a].args) args.push_back(b);
+      for (ExprId b : nodes_[a].args)
+        args.push_back(b);
     } else {
       args.push_back(a);
     }
@@ -143,7 +152,8 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   }
   for (double c : consts)
     if (!((k == Kind::Add && c == 0.0) || (k == Kind::Mul && c == 1.0))) rest.push_back(real(c));
-  if (haveInt && !((k == Kind::Add && iacc == 0) || (k == Kind::Mul && iacc == 1))) rest.push_back(integer(iacc));
+  if (haveInt && !((k == Kind::Add && iacc == 0) || (k == Kind::Mul && iacc == 1)))
+    rest.push_back(integer(iacc));
   if (rest.empty()) {
     if (s == Sort::Int) return integer(k == Kind::Add ? 0 : 1);
     return real(k == Kind::Add ? 0.0 : 1.0);
@@ -155,16 +165,26 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   return intern(std::move(n));
 }
 
-ExprId ExprPool::add(ExprId a, ExprId b) { return nary(Kind::Add, {a, b}); }
-ExprId ExprPool::add(std::vector<ExprId> t) { return nary(Kind::Add, std::move(t)); }
-ExprId ExprPool::mul(ExprId a, ExprId b) { return nary(Kind::Mul, {a, b}); }
-ExprId ExprPool::mul(std::vector<ExprId> f) { return nary(Kind::Mul, std::move(f)); }
+ExprId ExprPool::add(ExprId a, ExprId b) {
+  return nary(Kind::Add, {a, b});
+}
+ExprId ExprPool::add(std::vector<ExprId> t) {
+  return nary(Kind::Add, std::move(t));
+}
+ExprId ExprPool::mul(ExprId a, ExprId b) {
+  return nary(Kind::Mul, {a, b});
+}
+ExprId ExprPool::mul(std::vector<ExprId> f) {
+  return nary(Kind::Mul, std::move(f));
+}
 
 ExprId ExprPool::neg(ExprId a) {
   return sort(a) == Sort::Int ? mul(integer(-1), a) : mul(real(-1.0), a);
 }
 
-ExprId ExprPool::sub(ExprId a, ExprId b) { return add(a, neg(b)); }
+ExprId ExprPool::sub(ExprId a, ExprId b) {
+  return add(a, neg(b));
+}
 
 ExprId ExprPool::div(ExprId a, ExprId b) {
   if (isConst(b, 1.0)) return a;
@@ -254,32 +274,65 @@ std::string ExprPool::str(ExprId e, int depth) const {
   const Node& n = nodes_[e];
   std::ostringstream os;
   if (n.kind == Kind::Const) {
-    if (n.sort == Sort::Real) os << n.value;
-    else if (n.sort == Sort::Bool) os << (n.ivalue ? "true" : "false");
-    else os << n.ivalue;
+    if (n.sort == Sort::Real)
+      os << n.value;
+    else if (n.sort == Sort::Bool)
+      os << (n.ivalue ? "true" : "false");
+    else
+      os << n.ivalue;
     return os.str();
   }
   if (n.kind == Kind::Var) return vars_[n.var].name;
   if (depth <= 0) return "...";
   auto join = [&](const char* sep) {
     os << '(';
-    for (size_t i = 0; i < n.args.size(); ++i) os << (i ? sep : "") << str(n.args[i], depth - 1);
+    for (size_t i = 0; i < n.args.size(); ++i)
+      os << (i ? sep : "") << str(n.args[i], depth - 1);
     os << ')';
   };
   switch (n.kind) {
-    case Kind::Add: join(" + "); break;
-    case Kind::Mul: join(" * "); break;
-    case Kind::Div: join(" / "); break;
-    case Kind::Lt: join(" < "); break;
-    case Kind::Le: join(" <= "); break;
-    case Kind::Eq: join(" == "); break;
-    case Kind::And: join(" && "); break;
-    case Kind::Or: join(" || "); break;
-    case Kind::Not: os << '!'; join(""); break;
-    case Kind::Ite: os << "ite"; join(", "); break;
-    case Kind::ToReal: os << "real"; join(""); break;
-    case Kind::Apply: os << fnName(n.fn); join(", "); break;
-    default: break;
+    case Kind::Add:
+      join(" + ");
+      break;
+    case Kind::Mul:
+      join(" * ");
+      break;
+    case Kind::Div:
+      join(" / ");
+      break;
+    case Kind::Lt:
+      join(" < ");
+      break;
+    case Kind::Le:
+      join(" <= ");
+      break;
+    case Kind::Eq:
+      join(" == ");
+      break;
+    case Kind::And:
+      join(" && ");
+      break;
+    case Kind::Or:
+      join(" || ");
+      break;
+    case Kind::Not:
+      os << '!';
+      join("");
+      break;
+    case Kind::Ite:
+      os << "ite";
+      join(", ");
+      break;
+    case Kind::ToReal:
+      os << "real";
+      join("");
+      break;
+    case Kind::Apply:
+      os << fnName(n.fn);
+      join(", ");
+      break;
+    default:
+      break;
   }
   return os.str();
 }

@@ -15,15 +15,15 @@ using ExprId = uint32_t;
 enum class Sort : uint8_t { Real, Int, Bool };
 
 enum class Kind : uint8_t {
-  Const,   // Real: `value` (an exact binary rational); Int: `ivalue`; Bool: ivalue 0/1
-  Var,     // free input; `var` indexes ExprPool::vars()
-  Add,     // n-ary, Real or Int
-  Mul,     // n-ary, Real or Int
-  Div,     // Real / Real
-  Apply,   // uninterpreted-in-the-proof function `fn` of Real args -> Real
-  Lt,      // a < b, both Real or both Int -> Bool
-  Le,      // a <= b
-  Eq,      // a == b
+  Const,  // Real: `value` (an exact binary rational); Int: `ivalue`; Bool: ivalue 0/1
+  Var,    // free input; `var` indexes ExprPool::vars()
+  Add,    // n-ary, Real or Int
+  Mul,    // n-ary, Real or Int
+  Div,    // Real / Real
+  Apply,  // uninterpreted-in-the-proof function `fn` of Real args -> Real
+  Lt,     // a < b, both Real or both Int -> Bool
+  Le,     // a <= b
+  Eq,     // a == b
   And,
   Or,
   Not,

@@ -10,25 +10,35 @@ namespace paraproof::verify {
 
 const char* verdictName(Verdict v) {
   switch (v) {
-    case Verdict::Equivalent: return "equivalent";
-    case Verdict::NotEquivalent: return "not_equivalent";
-    case Verdict::Invalid: return "invalid";
-    case Verdict::Inconclusive: return "inconclusive";
+    case Verdict::Equivalent:
+      return "equivalent";
+    case Verdict::NotEquivalent:
+      return "not_equivalent";
+    case Verdict::Invalid:
+      return "invalid";
+    case Verdict::Inconclusive:
+      return "inconclusive";
   }
   return "?";
 }
 
 int exitCode(Verdict v) {
   switch (v) {
-    case Verdict::Equivalent: return 0;
-    case Verdict::NotEquivalent: return 1;
-    case Verdict::Invalid: return 2;
-    case Verdict::Inconclusive: return 3;
+    case Verdict::Equivalent:
+      return 0;
+    case Verdict::NotEquivalent:
+      return 1;
+    case Verdict::Invalid:
+      return 2;
+    case Verdict::Inconclusive:
+      return 3;
   }
   return 3;
 }
 
-const char* stageKindName(StageKind k) { return k == StageKind::Compute ? "compute" : "communication"; }
+const char* stageKindName(StageKind k) {
+  return k == StageKind::Compute ? "compute" : "communication";
+}
 
 namespace {
 
@@ -41,13 +51,18 @@ Json tensorJson(const TensorValues& t) {
 Json counterexampleJson(const CounterexampleReport& c) {
   Json j{{"confirmed", c.confirmed}};
   j["logical_inputs"] = Json::array();
-  for (const auto& t : c.logicalInputs) j["logical_inputs"].push_back(tensorJson(t));
+  for (const auto& t : c.logicalInputs)
+    j["logical_inputs"].push_back(tensorJson(t));
   j["parallel_inputs"] = Json::array();
-  for (const auto& t : c.parallelInputs) j["parallel_inputs"].push_back(tensorJson(t));
+  for (const auto& t : c.parallelInputs)
+    j["parallel_inputs"].push_back(tensorJson(t));
   j["diffs"] = Json::array();
   for (const auto& d : c.diffs) {
-    Json dj{{"tensor", d.tensor},     {"logical_tensor", d.logicalTensor}, {"index", d.index},
-            {"expected", d.expected}, {"actual", d.actual}};
+    Json dj{{"tensor", d.tensor},
+            {"logical_tensor", d.logicalTensor},
+            {"index", d.index},
+            {"expected", d.expected},
+            {"actual", d.actual}};
     dj["device"] = d.device == kNone ? Json(nullptr) : Json(d.device);
     j["diffs"].push_back(dj);
   }
@@ -62,46 +77,52 @@ std::string fmt(double v) {
 
 std::string idx(const std::vector<int64_t>& i) {
   std::string s = "[";
-  for (size_t k = 0; k < i.size(); ++k) s += (k ? "," : "") + std::to_string(i[k]);
+  for (size_t k = 0; k < i.size(); ++k)
+    s += (k ? "," : "") + std::to_string(i[k]);
   return s + "]";
 }
 
 std::string values(const TensorValues& t, size_t limit = 16) {
   std::string s = "[";
-  for (size_t i = 0; i < t.values.size() && i < limit; ++i) s += (i ? ", " : "") + fmt(t.values[i]);
+  for (size_t i = 0; i < t.values.size() && i < limit; ++i)
+    s += (i ? ", " : "") + fmt(t.values[i]);
   if (t.values.size() > limit) s += ", ...";
   return s + "]";
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? sep : "") + v[i];
   return s;
 }
 
 std::string devicesString(const std::vector<int>& d) {
   std::vector<std::string> s;
-  for (int r : d) s.push_back(std::to_string(r));
+  for (int r : d)
+    s.push_back(std::to_string(r));
   return s.empty() ? "-" : join(s, ",");
 }
 
 }  // namespace
 
 Json reportToJson(const Report& r) {
-  Json j{{"format", "paraproof-report"}, {"version", 1},        {"plan", r.plan},
+  Json j{{"format", "paraproof-report"},      {"version", 1},         {"plan", r.plan},
          {"verdict", verdictName(r.verdict)}, {"seconds", r.seconds}, {"cancelled", r.cancelled}};
   j["errors"] = Json::array();
-  for (const auto& e : r.errors) j["errors"].push_back({{"where", e.where}, {"message", e.message}});
+  for (const auto& e : r.errors)
+    j["errors"].push_back({{"where", e.where}, {"message", e.message}});
   j["notes"] = r.notes;
   int counts[3] = {0, 0, 0}, reused = 0;
   j["stages"] = Json::array();
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const StageInfo& s = r.stages[i];
     Json sj{{"id", s.id},         {"kind", stageKindName(s.kind)}, {"devices", s.devices},
-            {"scopes", s.scopes}, {"logical_ops", s.logicalOps},  {"outputs", s.outputs},
+            {"scopes", s.scopes}, {"logical_ops", s.logicalOps},   {"outputs", s.outputs},
             {"hash", s.hash}};
     sj["parallel_ops"] = Json::array();
-    for (const auto& p : s.parallelOps) sj["parallel_ops"].push_back({{"rank", p.rank}, {"op", p.op}});
+    for (const auto& p : s.parallelOps)
+      sj["parallel_ops"].push_back({{"rank", p.rank}, {"op", p.op}});
     if (i < r.results.size()) {
       const StageResult& res = r.results[i];
       sj["verdict"] = solver::statusName(res.status);
@@ -120,8 +141,11 @@ Json reportToJson(const Report& r) {
     }
     j["stages"].push_back(std::move(sj));
   }
-  j["summary"] = {{"stages", r.stages.size()}, {"verified", counts[0]}, {"failed", counts[1]},
-                  {"inconclusive", counts[2]}, {"reused", reused}};
+  j["summary"] = {{"stages", r.stages.size()},
+                  {"verified", counts[0]},
+                  {"failed", counts[1]},
+                  {"inconclusive", counts[2]},
+                  {"reused", reused}};
   return j;
 }
 
@@ -129,8 +153,10 @@ std::string reportToText(const Report& r, bool verbose) {
   std::ostringstream os;
   os << "ParaProof report for " << r.plan << "\n";
   if (r.verdict == Verdict::Invalid) {
-    os << "verdict: INVALID INPUT (" << r.errors.size() << " error" << (r.errors.size() == 1 ? "" : "s") << ")\n";
-    for (const auto& e : r.errors) os << "  error: " << e.str() << "\n";
+    os << "verdict: INVALID INPUT (" << r.errors.size() << " error" << (r.errors.size() == 1 ? "" : "s")
+       << ")\n";
+    for (const auto& e : r.errors)
+      os << "  error: " << e.str() << "\n";
     return os.str();
   }
   int verified = 0, failed = 0, inconclusive = 0, reused = 0;
@@ -140,39 +166,49 @@ std::string reportToText(const Report& r, bool verbose) {
     inconclusive += res.status == solver::Status::Inconclusive;
     reused += res.reusedFrom != kNone;
   }
-  os << "stages: " << r.stages.size() << " (" << verified << " verified, " << failed << " failed, " << inconclusive
-     << " inconclusive; " << reused << " reused from identical stages) in " << fmt(r.seconds) << " s\n";
-  for (const auto& n : r.notes) os << "note: " << n << "\n";
+  os << "stages: " << r.stages.size() << " (" << verified << " verified, " << failed << " failed, "
+     << inconclusive << " inconclusive; " << reused << " reused from identical stages) in " << fmt(r.seconds)
+     << " s\n";
+  for (const auto& n : r.notes)
+    os << "note: " << n << "\n";
   for (size_t i = 0; i < r.results.size() && i < r.stages.size(); ++i) {
     const StageResult& res = r.results[i];
     const StageInfo& s = r.stages[i];
     if (!verbose && res.status == solver::Status::Verified) continue;
-    os << "\nstage " << s.id << " [" << stageKindName(s.kind) << "] " << solver::statusName(res.status) << " ("
-       << res.engine << ", " << fmt(res.seconds) << " s)\n";
+    os << "\nstage " << s.id << " [" << stageKindName(s.kind) << "] " << solver::statusName(res.status)
+       << " (" << res.engine << ", " << fmt(res.seconds) << " s)\n";
     os << "  scopes:  " << (s.scopes.empty() ? "-" : join(s.scopes, ", ")) << "\n";
     os << "  devices: " << devicesString(s.devices) << "\n";
     os << "  logical ops: " << (s.logicalOps.empty() ? "-" : join(s.logicalOps, ", ")) << "\n";
     if (!res.reason.empty()) os << "  reason:  " << res.reason << "\n";
     if (!res.counterexample) continue;
     const CounterexampleReport& c = *res.counterexample;
-    os << "  counterexample (" << (c.confirmed ? "confirmed by concrete re-evaluation" : "not confirmed") << "):\n";
-    for (const auto& t : c.logicalInputs) os << "    logical " << t.name << " = " << values(t) << "\n";
+    os << "  counterexample (" << (c.confirmed ? "confirmed by concrete re-evaluation" : "not confirmed")
+       << "):\n";
+    for (const auto& t : c.logicalInputs)
+      os << "    logical " << t.name << " = " << values(t) << "\n";
     for (const auto& t : c.parallelInputs)
       os << "    rank " << t.device << " " << t.name << " = " << values(t) << "\n";
     for (const auto& d : c.diffs) {
-      os << "    MISMATCH " << (d.device == kNone ? std::string("(sum of parts)") : "rank " + std::to_string(d.device))
-         << " " << d.tensor << " vs logical " << d.logicalTensor << idx(d.index) << ": expected "
-         << fmt(d.expected) << ", actual " << fmt(d.actual) << "\n";
+      os << "    MISMATCH "
+         << (d.device == kNone ? std::string("(sum of parts)") : "rank " + std::to_string(d.device)) << " "
+         << d.tensor << " vs logical " << d.logicalTensor << idx(d.index) << ": expected " << fmt(d.expected)
+         << ", actual " << fmt(d.actual) << "\n";
     }
   }
   os << "\nverdict: ";
   switch (r.verdict) {
-    case Verdict::Equivalent: os << "EQUIVALENT (the plan computes the logical model, over the reals)\n"; break;
-    case Verdict::NotEquivalent: os << "NOT EQUIVALENT (" << failed << " failing stage(s))\n"; break;
+    case Verdict::Equivalent:
+      os << "EQUIVALENT (the plan computes the logical model, over the reals)\n";
+      break;
+    case Verdict::NotEquivalent:
+      os << "NOT EQUIVALENT (" << failed << " failing stage(s))\n";
+      break;
     case Verdict::Inconclusive:
       os << "INCONCLUSIVE" << (r.cancelled ? " (cancelled)" : "") << "\n";
       break;
-    case Verdict::Invalid: break;
+    case Verdict::Invalid:
+      break;
   }
   return os.str();
 }

@@ -1,4 +1,5 @@
-// The verification report: the stable contract read by the CLI, the inspector and scripts (docs/report-format.md).
+// The verification report: the stable contract read by the CLI, the inspector and scripts
+// (docs/report-format.md).
 #pragma once
 
 #include <optional>
@@ -29,10 +30,10 @@ struct StageInfo {
   StageKind kind = StageKind::Compute;
   std::vector<std::string> logicalOps;  // op ids of the logical graph
   std::vector<ParallelOpRef> parallelOps;
-  std::vector<int> devices;             // ranks involved, sorted
-  std::vector<std::string> scopes;      // distinct name scopes of its ops, sorted
-  std::vector<std::string> outputs;     // logical tensors whose lineage it checks
-  std::string hash;                     // canonical form; equal hashes => equal verdicts
+  std::vector<int> devices;          // ranks involved, sorted
+  std::vector<std::string> scopes;   // distinct name scopes of its ops, sorted
+  std::vector<std::string> outputs;  // logical tensors whose lineage it checks
+  std::string hash;                  // canonical form; equal hashes => equal verdicts
 };
 
 // Display-ready counterexample: concrete values, the element that differs, where.
@@ -68,7 +69,7 @@ struct StageResult {
 
 struct Report {
   Verdict verdict = Verdict::Inconclusive;
-  std::string plan;  // plan name or path
+  std::string plan;                // plan name or path
   std::vector<Diagnostic> errors;  // for Invalid
   std::vector<std::string> notes;  // scope statements, coverage facts, shape reduction summary
   std::vector<StageInfo> stages;

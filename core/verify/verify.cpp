@@ -20,7 +20,9 @@ namespace paraproof::verify {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 StageInfo describe(const Plan& plan, const stage::Stage& s) {
   StageInfo info;
@@ -40,7 +42,8 @@ StageInfo describe(const Plan& plan, const stage::Stage& s) {
     devices.insert(dev.rank);
     if (!op.scope.empty()) scopes.insert(op.scope);
   }
-  for (const auto& c : s.checked) outputs.insert(plan.devices[c.device].lineage.at(c.value).tensor);
+  for (const auto& c : s.checked)
+    outputs.insert(plan.devices[c.device].lineage.at(c.value).tensor);
   info.devices.assign(devices.begin(), devices.end());
   info.scopes.assign(scopes.begin(), scopes.end());
   info.outputs.assign(outputs.begin(), outputs.end());
@@ -53,11 +56,14 @@ CounterexampleReport describeCounterexample(const solver::Problem& pb, const sol
   rep.confirmed = cex.confirmed;
   auto values = [&](const solver::NamedTensor& t) {
     TensorValues tv{t.name, t.device, t.shape, {}};
-    for (auto e : t.elems) tv.values.push_back(val[e]);
+    for (auto e : t.elems)
+      tv.values.push_back(val[e]);
     return tv;
   };
-  for (const auto& t : pb.logicalInputs) rep.logicalInputs.push_back(values(t));
-  for (const auto& t : pb.parallelInputs) rep.parallelInputs.push_back(values(t));
+  for (const auto& t : pb.logicalInputs)
+    rep.logicalInputs.push_back(values(t));
+  for (const auto& t : pb.parallelInputs)
+    rep.parallelInputs.push_back(values(t));
   // Recompute the differing elements here so the report shows what concrete evaluation says.
   const size_t kMaxDiffs = 32;
   for (const auto& o : pb.obligations) {
@@ -79,7 +85,8 @@ struct Engines {
   std::unique_ptr<solver::Engine> field, z3;
 };
 
-StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng, const solver::Budget& budget) {
+StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
+                         const solver::Budget& budget) {
   StageResult res;
   if (pb.obligations.empty()) {
     res.status = solver::Status::Verified;
@@ -168,12 +175,15 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     reduced.plan = plan;
     reduced.notes.push_back("shape reduction disabled: checking at full size");
   }
-  for (auto& n : reduced.notes) rep.notes.push_back(n);
-  rep.notes.push_back("equivalence is over the reals: floating-point rounding and reassociation are out of scope");
+  for (auto& n : reduced.notes)
+    rep.notes.push_back(n);
+  rep.notes.push_back(
+      "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
   const Plan& work = reduced.plan;
 
   std::vector<stage::Stage> stages = stage::cutStages(work);
-  for (const auto& s : stages) rep.stages.push_back(describe(work, s));
+  for (const auto& s : stages)
+    rep.stages.push_back(describe(work, s));
   rep.results.resize(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
     rep.results[i].stage = static_cast<int>(i);
@@ -182,8 +192,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   if (observer) observer->onStagesPlanned(rep.stages);
 
   std::mutex mu;
-  std::map<std::string, int> owner;                 // canonical hash -> stage being / been checked
-  std::map<int, std::vector<int>> waiting;          // owner stage -> identical stages waiting for it
+  std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
+  std::map<int, std::vector<int>> waiting;  // owner stage -> identical stages waiting for it
   std::vector<bool> done(stages.size(), false);
   std::atomic<size_t> next{0};
   solver::Budget budget{opt.timeoutSeconds, cancel};
@@ -256,9 +266,11 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
 
   const int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::max<size_t>(stages.size(), 1))));
   std::vector<std::thread> threads;
-  for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
+  for (int t = 1; t < jobs; ++t)
+    threads.emplace_back(worker);
   worker();
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
 
   rep.cancelled = cancelled();
   for (size_t i = 0; i < stages.size(); ++i)

@@ -9,7 +9,11 @@
 
 namespace paraproof::verify {
 
-enum class EngineChoice { Z3, Random, Both };  // Both: random field first (fast counterexample), then Z3 proof
+enum class EngineChoice {
+  Z3,
+  Random,
+  Both
+};  // Both: random field first (fast counterexample), then Z3 proof
 
 struct Options {
   int jobs = 1;
