@@ -137,6 +137,9 @@ class Reducer {
       auto ax = [&](ops::AxisRef r) { return axis(g, portValue(op, r.port), r.axis); };
       for (const auto& [a, b] : info.ties)
         uf_->unite(ax(a), ax(b));
+      // Axes that data indexes along (gather sources, top-k candidates) keep their full size.
+      for (auto r : info.fixed)
+        pinnedAxes_[ax(r)] = true;
       for (const auto& [r, value] : info.boundaries)
         boundaries_.push_back({ax(r), value});
       for (const auto& p : info.products) {
@@ -147,8 +150,6 @@ class Reducer {
           prod.to.push_back(ax(r));
         products_.push_back(std::move(prod));
       }
-      // Ops whose outputs cannot be re-inferred from reduced inputs alone keep their attrs fixed.
-      if (!def->rescale) rescaleFree_.push_back({g, &op});
     }
   }
 
@@ -311,7 +312,6 @@ class Reducer {
   std::vector<bool> pinnedAxes_;
   std::vector<std::pair<size_t, int64_t>> boundaries_;
   std::vector<Product> products_;
-  std::vector<std::pair<size_t, const Op*>> rescaleFree_;
   std::vector<int64_t> factor_;
 };
 
