@@ -11,28 +11,11 @@
 #include <unordered_set>
 
 #include "core/stage/stage.h"
+#include "core/stage/union_find.h"
 
 namespace paraproof::stage {
 
 namespace {
-
-class UnionFind {
- public:
-  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
-  int find(int x) {
-    while (parent_[x] != x)
-      x = parent_[x] = parent_[parent_[x]];
-    return x;
-  }
-  void unite(int a, int b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
-  }
-
- private:
-  std::vector<int> parent_;
-};
 
 std::string attrKey(const Json& a) {
   return a.is_string() ? a.get<std::string>() : a.dump();
@@ -156,12 +139,12 @@ std::vector<Stage> cutStages(const Plan& plan) {
     const Device& dev = plan.devices[d];
     const Graph& g = dev.graph;
     for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
-      int root = uf.find(base[d] + o);
+      int root = static_cast<int>(uf.find(base[d] + o));
       groupOut[root];
       for (ValueId v : g.ops[o].inputs) {
         auto lin = dev.lineage.find(v);
         OpId p = g.values[v].producer;
-        bool external = p == kNone || uf.find(base[d] + p) != root;
+        bool external = p == kNone || static_cast<int>(uf.find(base[d] + p)) != root;
         if (external && lin != dev.lineage.end()) groupIn[root].insert(lin->second.tensor);
       }
       for (ValueId v : g.ops[o].outputs) {
@@ -183,7 +166,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
   std::unordered_map<int, int> compIndex;
   std::vector<int> compOf(numNodes);
   for (int n = 0; n < numNodes; ++n) {
-    int r = uf.find(n);
+    int r = static_cast<int>(uf.find(n));
     auto [it, fresh] = compIndex.emplace(r, static_cast<int>(compIndex.size()));
     compOf[n] = it->second;
   }

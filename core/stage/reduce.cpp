@@ -5,6 +5,7 @@
 // factors to match on both sides. The reduced plan is re-inferred op by op; any disagreement falls back to
 // the full-size plan, so reduction can only make checking faster, never unsound.
 #include "core/stage/reduce.h"
+#include "core/stage/union_find.h"
 
 #include <algorithm>
 #include <numeric>
@@ -15,24 +16,6 @@
 namespace paraproof::stage {
 
 namespace {
-
-class UnionFind {
- public:
-  explicit UnionFind(size_t n) : p_(n) { std::iota(p_.begin(), p_.end(), size_t{0}); }
-  size_t find(size_t x) {
-    while (p_[x] != x)
-      x = p_[x] = p_[p_[x]];
-    return x;
-  }
-  void unite(size_t a, size_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) p_[std::max(a, b)] = std::min(a, b);
-  }
-
- private:
-  std::vector<size_t> p_;
-};
 
 struct ClassInfo {
   int64_t gcd = 0;        // of extents and boundaries
