@@ -172,16 +172,23 @@ class Lowering {
     return it->second.at(lin.part);
   }
 
+  // An op's operand on device d: computed earlier in this stage, or a stage input fixed by its lineage.
+  const SymTensor& operand(int d, ValueId v) {
+    OpId p = plan_.devices[d].graph.values[v].producer;
+    if (p != kNone && inStage_[d][p]) return device_[d].at(v);
+    return deviceInput(d, v);
+  }
+
   // Executes the stage's device ops in an order every device could follow: local ops in program order,
   // a collective once all its members reached it, a recv once its send ran.
   void runDevices() {
     std::vector<std::vector<OpId>> program(plan_.devices.size());
-    std::vector<std::vector<bool>> inStage(plan_.devices.size());
+    inStage_.resize(plan_.devices.size());
     for (size_t d = 0; d < plan_.devices.size(); ++d)
-      inStage[d].assign(plan_.devices[d].graph.ops.size(), false);
+      inStage_[d].assign(plan_.devices[d].graph.ops.size(), false);
     for (const DeviceOp& d : stage_.deviceOps) {
       program[d.device].push_back(d.op);
-      inStage[d.device][d.op] = true;
+      inStage_[d.device][d.op] = true;
     }
     for (auto& p : program)
       std::sort(p.begin(), p.end());
@@ -191,14 +198,8 @@ class Lowering {
 
     auto inputs = [&](int d, const Op& op) {
       std::vector<SymTensor> in;
-      const Graph& g = plan_.devices[d].graph;
-      for (ValueId v : op.inputs) {
-        OpId p = g.values[v].producer;
-        if (p != kNone && inStage[d][p])
-          in.push_back(device_[d].at(v));
-        else
-          in.push_back(deviceInput(d, v));
-      }
+      for (ValueId v : op.inputs)
+        in.push_back(operand(d, v));
       return in;
     };
 
@@ -266,15 +267,10 @@ class Lowering {
     for (size_t s = 0; s < slots; ++s) {
       std::vector<SymTensor> memberIn;
       for (int d : order) {
-        const Device& dev = plan_.devices[d];
-        const Op& mop = dev.graph.ops[members.at(d)];
-        ValueId v = mop.inputs.at(s);
-        OpId p = dev.graph.values[v].producer;
-        auto it = device_[d].find(v);
-        memberIn.push_back(p != kNone && it != device_[d].end() ? it->second : deviceInput(d, v));
+        const Op& mop = plan_.devices[d].graph.ops[members.at(d)];
+        memberIn.push_back(operand(d, mop.inputs.at(s)));
       }
-      Json attrs = op.attrs;
-      std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, attrs);
+      std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, op.attrs);
       for (size_t m = 0; m < order.size(); ++m)
         outs[m].push_back(std::move(res.at(m)));
     }
@@ -364,6 +360,7 @@ class Lowering {
   sym::ExprPool& pool_;
   std::unordered_map<ValueId, SymTensor> logical_;
   std::vector<std::unordered_map<ValueId, SymTensor>> device_;
+  std::vector<std::vector<bool>> inStage_;  // [device][op]: the op belongs to this stage
   std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<ExprId>>> parts_;
   int64_t intHi_;
 };
