@@ -78,9 +78,9 @@ void TrainingStep::mlpLayerBackward(int l) {
   put(em_.op("add", {dy, dx}, {}, s + ".mlp.residual", hiddenGradLayout(l)));
 }
 
-void TrainingStep::llamaLayerForward(int l) {
+void TrainingStep::attentionForward(int l) {
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn, d = cfg_.headDim();
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim();
   const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
   const Json eps = {{"eps", cfg_.normEps}};
   const Val x = get(hiddenName(l));
@@ -111,7 +111,13 @@ void TrainingStep::llamaLayerForward(int l) {
   Val h1 = em_.op("add", {x, a}, {}, at + ".residual", act(at + ".residual", {B, S, H}));
   for (const Val& t : {v, qr, kr, c, h1})
     put(t);
+}
 
+void TrainingStep::swigluForward(int l) {
+  const std::string s = "layers." + std::to_string(l);
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
+  const Json eps = {{"eps", cfg_.normEps}};
+  const Val h1 = get(s + ".attention.residual");
   Val n2 = em_.op("rmsnorm", {h1, get(s + ".ffn_norm.weight")}, eps, s + ".ffn_norm",
                   act(s + ".ffn_norm.out", {B, S, H}));
   Val g =
@@ -127,10 +133,9 @@ void TrainingStep::llamaLayerForward(int l) {
   put(em_.op("add", {h1, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
 }
 
-void TrainingStep::llamaLayerBackward(int l) {
+void TrainingStep::swigluBackward(int l) {
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn, d = cfg_.headDim();
-  const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
   const Json eps = {{"eps", cfg_.normEps}};
   const Axis tp = Axis::TP;
   const Val dy = get(hiddenName(l + 1) + ".grad");
@@ -158,9 +163,16 @@ void TrainingStep::llamaLayerBackward(int l) {
       em_.opN("rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps,
               s + ".ffn_norm", {act(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
   addGrad(s + ".ffn_norm.weight", nb[1]);
-  Val dh1 = em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", act(at + ".residual.grad", {B, S, H}));
+  put(em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", act(at + ".residual.grad", {B, S, H})));
+}
 
-  // Attention
+void TrainingStep::attentionBackward(int l) {
+  const std::string s = "layers." + std::to_string(l), at = s + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim();
+  const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
+  const Json eps = {{"eps", cfg_.normEps}};
+  const Axis tp = Axis::TP;
+  const Val dh1 = get(at + ".residual.grad");
   Val dc = linearDx(at + ".wo", dh1, at + ".wo.weight",
                     sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
   linearDw(at + ".wo", dh1, get(at + ".context"), at + ".wo.weight");

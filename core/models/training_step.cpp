@@ -18,24 +18,44 @@ std::vector<ParamInfo> TrainingStep::params(int block) const {
   } else if (block == headBlock()) {
     if (cfg_.family != Family::Mlp) add("norm", {h}, -1);
     add("output", {v, h}, 0);
-  } else {
+  } else if (cfg_.family == Family::Mlp) {
     const std::string l = "layers." + std::to_string(block - 1);
-    if (cfg_.family == Family::Mlp) {
-      add(l + ".mlp.fc1", {f, h}, 0);
-      add(l + ".mlp.fc2", {h, f}, 1);
-    } else {
-      const int64_t d = cfg_.headDim();
-      add(l + ".attention_norm", {h}, -1);
-      add(l + ".attention.wq", {cfg_.heads * d, h}, 0);
-      add(l + ".attention.wk", {cfg_.kvHeads * d, h}, 0);
-      add(l + ".attention.wv", {cfg_.kvHeads * d, h}, 0);
-      add(l + ".attention.wo", {h, cfg_.heads * d}, 1);
-      add(l + ".ffn_norm", {h}, -1);
-      add(l + ".mlp.w1", {f, h}, 0);
-      add(l + ".mlp.w3", {f, h}, 0);
-      add(l + ".mlp.w2", {h, f}, 1);
-    }
+    add(l + ".mlp.fc1", {f, h}, 0);
+    add(l + ".mlp.fc2", {h, f}, 1);
+  } else {
+    ps = attentionParams(block - 1);
+    for (ParamInfo& p : ffnParams(block - 1))
+      ps.push_back(std::move(p));
   }
+  return ps;
+}
+
+std::vector<ParamInfo> TrainingStep::attentionParams(int layer) const {
+  const int64_t h = cfg_.hidden, d = cfg_.headDim();
+  const std::string l = "layers." + std::to_string(layer);
+  std::vector<ParamInfo> ps;
+  auto add = [&](const std::string& scope, Shape s, int tpDim) {
+    ps.push_back(ParamInfo{scope + ".weight", scope, std::move(s), tpDim, layer + 1});
+  };
+  add(l + ".attention_norm", {h}, -1);
+  add(l + ".attention.wq", {cfg_.heads * d, h}, 0);
+  add(l + ".attention.wk", {cfg_.kvHeads * d, h}, 0);
+  add(l + ".attention.wv", {cfg_.kvHeads * d, h}, 0);
+  add(l + ".attention.wo", {h, cfg_.heads * d}, 1);
+  return ps;
+}
+
+std::vector<ParamInfo> TrainingStep::ffnParams(int layer) const {
+  const int64_t h = cfg_.hidden, f = cfg_.ffn;
+  const std::string l = "layers." + std::to_string(layer);
+  std::vector<ParamInfo> ps;
+  auto add = [&](const std::string& scope, Shape s, int tpDim) {
+    ps.push_back(ParamInfo{scope + ".weight", scope, std::move(s), tpDim, layer + 1});
+  };
+  add(l + ".ffn_norm", {h}, -1);
+  add(l + ".mlp.w1", {f, h}, 0);
+  add(l + ".mlp.w3", {f, h}, 0);
+  add(l + ".mlp.w2", {h, f}, 1);
   return ps;
 }
 
@@ -189,8 +209,10 @@ void TrainingStep::forward(int block) {
     headForward();
   else if (cfg_.family == Family::Mlp)
     mlpLayerForward(block - 1);
-  else
-    llamaLayerForward(block - 1);
+  else {
+    attentionForward(block - 1);
+    swigluForward(block - 1);
+  }
 }
 
 void TrainingStep::backward(int block) {
@@ -200,8 +222,10 @@ void TrainingStep::backward(int block) {
     headBackward();
   else if (cfg_.family == Family::Mlp)
     mlpLayerBackward(block - 1);
-  else
-    llamaLayerBackward(block - 1);
+  else {
+    swigluBackward(block - 1);
+    attentionBackward(block - 1);
+  }
 }
 
 void TrainingStep::addGrad(const std::string& param, const Val& g) {

@@ -75,8 +75,14 @@ class TrainingStep {
 
   void embeddingForward();
   void embeddingBackward();
-  void llamaLayerForward(int layer);
-  void llamaLayerBackward(int layer);
+  // A transformer layer is two residual sublayers, each owning its norm: attention (reads the layer input,
+  // puts "<layer>.attention.residual") and FFN (reads that, puts the layer output); backward mirrors them.
+  std::vector<ParamInfo> attentionParams(int layer) const;
+  std::vector<ParamInfo> ffnParams(int layer) const;
+  void attentionForward(int layer);  // GQA (Llama)
+  void attentionBackward(int layer);
+  void swigluForward(int layer);  // dense SwiGLU MLP
+  void swigluBackward(int layer);
   void mlpLayerForward(int layer);
   void mlpLayerBackward(int layer);
   void headForward();
