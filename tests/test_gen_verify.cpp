@@ -59,6 +59,19 @@ class TestGenVerify : public QObject {
     }
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b"
                                                << "dp=2,tp=2,pp=2,mb=2" << 4;
+    // ZeRO and tied embeddings (gpt-tiny ties its embedding and output head): optimizer state (1),
+    // gradients (2) and parameters (3) sharded over dp; the tied embedding's two stage copies synchronised.
+    for (const char* p : {"dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3", "dp=2,mb=2,zero=3"}) {
+      QTest::newRow((std::string("mlp ") + p).c_str()) << "mlp" << p << 2;
+      QTest::newRow((std::string("gpt-tiny ") + p).c_str()) << "gpt-tiny" << p << 2;
+    }
+    for (const char* p :
+         {"dp=2,tp=2,pp=2,mb=2,zero=1", "dp=2,tp=2,pp=2,mb=2,zero=2", "dp=2,tp=2,pp=2,mb=2,zero=3"})
+      QTest::newRow((std::string("gpt-tiny tied ") + p).c_str()) << "gpt-tiny" << p << 2;
+    QTest::newRow("llama3-8b dp2 tp2 zero3") << "llama3-8b"
+                                             << "dp=2,tp=2,zero=3" << 2;
+    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 zero2") << "llama3-8b"
+                                                     << "dp=2,tp=2,pp=2,mb=2,zero=2" << 4;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);

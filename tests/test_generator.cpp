@@ -43,6 +43,10 @@ class TestGenerator : public QObject {
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2") << "llama3-8b"
                                                << "dp=2,tp=2,pp=2,mb=2" << 4;
+    // ZeRO and tied embeddings.
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3", "dp=2,tp=2,pp=2,mb=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -61,8 +65,53 @@ class TestGenerator : public QObject {
                              "rmsnorm", "rmsnorm_backward", "silu_backward"})
       QVERIFY2(std::any_of(g.ops.begin(), g.ops.end(), [&](const Op& o) { return o.kind == kind; }), kind);
     QCOMPARE(g.values[g.outputs.front()].name, std::string("loss"));
-    // 2 layers x 9 + embed + norm + output parameters, each with weight, m and v outputs.
-    QCOMPARE(static_cast<int>(g.outputs.size()), 1 + 3 * (2 * 9 + 3));
+    // 2 layers x 9 + embed + norm parameters (the output head is tied to the embedding), each with weight,
+    // m and v outputs.
+    QCOMPARE(static_cast<int>(g.outputs.size()), 1 + 3 * (2 * 9 + 2));
+  }
+
+  // GPT-2 style tying: one logical parameter read by the embedding and the output projection, its gradient
+  // the sum of both uses; under pp the first and last stage hold a copy each and sum their contributions.
+  void tiedEmbeddingIsOneParameterUsedTwice() {
+    Plan p = generate("gpt-tiny", "dp=1");
+    const Graph& g = p.logical;
+    QVERIFY(g.findValue("output.weight") == kNone);
+    const ValueId w = g.findValue("embed.weight");
+    QVERIFY(w != kNone);
+    QStringList readers;
+    for (const Op& o : g.ops)
+      if (std::find(o.inputs.begin(), o.inputs.end(), w) != o.inputs.end())
+        readers << QString::fromStdString(o.kind);
+    QVERIFY2(readers.contains("embedding") && readers.contains("linear"), qPrintable(readers.join(",")));
+    const OpId sum = g.findOp("embed.weight.grad");
+    QVERIFY(sum != kNone);
+    QCOMPARE(g.ops[sum].kind, std::string("add"));
+
+    Plan pp = generate("gpt-tiny", "pp=2");
+    for (const Device& d : pp.devices) {
+      QVERIFY2(d.graph.findValue("embed.weight") != kNone, "both stages hold a copy");
+      const OpId ar = d.graph.findOp("embed.weight.grad.tied/ar");
+      QVERIFY(ar != kNone);
+      QCOMPARE(d.graph.ops[ar].attrs.at("group"), Json({0, 1}));
+    }
+  }
+
+  // ZeRO over a data-parallel group of one rank is the plain plan.
+  void zeroWithoutDataParallelismIsThePlainPlan() {
+    Plan plain = generate("gpt-tiny", "tp=2"), zero = generate("gpt-tiny", "tp=2,zero=3");
+    for (size_t i = 0; i < plain.devices.size(); ++i)
+      QCOMPARE(planToJson(zero).at("devices").at(i), planToJson(plain).at("devices").at(i));
+  }
+
+  // ZeRO-3 keeps only the rank's shard of parameters and optimizer state.
+  void zeroShardsAlongDimZeroWithinTheTpShard() {
+    Plan p = generate("gpt-tiny", "dp=2,tp=2,zero=3");
+    const Device& d = p.devices[3];  // dp 1, tp 1
+    const Lineage& w = d.lineage.at(d.graph.findValue("layers.0.mlp.w1.weight"));
+    QCOMPARE(w.box.ranges.at(0), (std::pair<int64_t, int64_t>{96, 128}));  // rows 64..128 (tp 1), upper half
+    const Lineage& m = d.lineage.at(d.graph.findValue("layers.0.mlp.w2.weight.m"));
+    QCOMPARE(m.box.ranges.at(0), (std::pair<int64_t, int64_t>{32, 64}));  // w2 is tp-sharded on dim 1
+    QCOMPARE(m.box.ranges.at(1), (std::pair<int64_t, int64_t>{64, 128}));
   }
 
   void deviceOpsCarryOriginAndScope() {
@@ -108,6 +157,9 @@ class TestGenerator : public QObject {
     QTest::newRow("zero stage") << "mlp"
                                 << "zero=4"
                                 << "ZeRO stage";
+    QTest::newRow("zero shard") << "mlp"
+                                << "dp=3,zero=1"
+                                << "not divisible by the data-parallel group";
   }
   void impossibleCombinationsAreRejected() {
     QFETCH(QString, model);

@@ -30,7 +30,7 @@ Val TrainingStep::linearDx(const std::string& scope, const Val& dy, const std::s
 
 void TrainingStep::linearDw(const std::string& scope, const Val& dy, const Val& x,
                             const std::string& weight) {
-  addGrad(weight, em_.op("einsum", {dy, x}, {{"equation", "bso,bsi->oi"}}, scope, grad(paramInfo(weight))));
+  addGrad(weight, em_.op("einsum", {dy, x}, {{"equation", "bso,bsi->oi"}}, scope, gradUse(weight, scope)));
 }
 
 void TrainingStep::embeddingForward() {
@@ -44,7 +44,7 @@ void TrainingStep::embeddingBackward() {
   const int64_t shard = cfg_.vocab / ctx_.deg().tp;
   addGrad("embed.weight", em_.op("embedding_backward", {get("tokens"), get("embed.out.grad")},
                                  {{"num_embeddings", shard}, {"start", ctx_.at().tp * shard}}, "embed",
-                                 grad(paramInfo("embed.weight"))));
+                                 gradUse("embed.weight", "embed")));
 }
 
 void TrainingStep::mlpLayerForward(int l) {
@@ -223,7 +223,7 @@ void TrainingStep::headForward() {
                act("norm.out", {B, S, H}));
     put(x);
   }
-  Val logits = linear("output", x, "output.weight", sharded(act("output.out", {B, S, V}), 2, ctx_));
+  Val logits = linear("output", x, outputWeight(), sharded(act("output.out", {B, S, V}), 2, ctx_));
   Layout flat = sharded(tokens("output.logits", {B * S, V}), 1, ctx_);
   Val lg = em_.op("reshape", {logits}, reshapeTo(flat), "output", flat);
   Layout lflat = tokens("labels.flat", {B * S}), mflat = tokens("loss_mask.flat", {B * S});
@@ -245,9 +245,9 @@ void TrainingStep::headBackward() {
   Val dlogits = em_.op("reshape", {get("output.logits.grad")}, reshapeTo(dl), "output", dl);
   const bool norm = cfg_.family != Family::Mlp;
   const std::string xName = norm ? "norm.out" : hiddenName(L);
-  Val dx = linearDx("output", dlogits, "output.weight", partial(act(xName + ".grad", {B, S, H}), ctx_));
+  Val dx = linearDx("output", dlogits, outputWeight(), partial(act(xName + ".grad", {B, S, H}), ctx_));
   dx = em_.allReduce(dx, ctx_.group(Axis::TP), "sum", "output");
-  linearDw("output", dlogits, get(xName), "output.weight");
+  linearDw("output", dlogits, get(xName), outputWeight());
   if (!norm) {
     put(dx);
     return;

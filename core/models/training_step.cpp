@@ -1,5 +1,6 @@
 #include "core/models/training_step.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace paraproof::models {
@@ -17,7 +18,7 @@ std::vector<ParamInfo> TrainingStep::params(int block) const {
     add("embed", {v, h}, 0);
   } else if (block == headBlock()) {
     if (cfg_.family != Family::Mlp) add("norm", {h}, -1);
-    add("output", {v, h}, 0);
+    if (!cfg_.tiedEmbedding) add("output", {v, h}, 0);
   } else if (cfg_.family == Family::Mlp) {
     const std::string l = "layers." + std::to_string(block - 1);
     add(l + ".mlp.fc1", {f, h}, 0);
@@ -109,6 +110,57 @@ Layout TrainingStep::grad(const ParamInfo& p) const {
   return l;
 }
 
+Layout TrainingStep::gradUse(const std::string& weight, const std::string& scope) const {
+  Layout l = grad(paramInfo(weight));
+  // A tied weight's gradient is the sum of its uses; each use's contribution is a logical tensor of its own.
+  if (cfg_.tiedEmbedding && weight == "embed.weight") l = l.renamed(weight + ".grad." + scope);
+  return l;
+}
+
+std::string TrainingStep::outputWeight() const {
+  return cfg_.tiedEmbedding ? "embed.weight" : "output.weight";
+}
+
+int TrainingStep::zeroStage() const {
+  return ctx_.group(Axis::DPCP).size() > 1 ? ctx_.deg().zero : 0;
+}
+
+Layout TrainingStep::shardOf(Layout l) const {
+  const Group g = ctx_.group(Axis::DPCP);
+  return l.shard(0, g.indexOf(ctx_.rank()), g.size());
+}
+
+Layout TrainingStep::optimizerLayout(const ParamInfo& p) const {
+  return zeroStage() >= 1 ? shardOf(param(p)) : param(p);
+}
+
+bool TrainingStep::tiedAcrossStages() const {
+  return cfg_.tiedEmbedding && ctx_.deg().pp > 1 && (firstBlock_ == 0 || lastBlock_ == headBlock());
+}
+
+bool TrainingStep::tiedCopy(const ParamInfo& p) const {
+  return cfg_.tiedEmbedding && p.name == "embed.weight" && p.block == headBlock();
+}
+
+// The first and the last pipeline stage's ranks with this rank's dp/cp/tp coordinate.
+Group TrainingStep::embeddingGroup() const {
+  MeshCoord first = ctx_.at(), last = ctx_.at();
+  first.pp = 0;
+  last.pp = ctx_.deg().pp - 1;
+  Group g;
+  g.ranks = {ctx_.rankOf(first), ctx_.rankOf(last)};
+  g.name = "emb" + std::to_string(g.ranks.front());
+  return g;
+}
+
+// The parameters whose gradients are complete after `block`'s backward on this stage.
+std::vector<ParamInfo> TrainingStep::gradParams(int block) const {
+  std::vector<ParamInfo> ps;
+  for (const ParamInfo& p : owned_)
+    if (p.block == block) ps.push_back(p);
+  return ps;
+}
+
 Layout TrainingStep::lossPart(const std::string& name) const {
   Layout l = Layout::full(name, {});
   l.partial(gradPart(), gradParts());
@@ -141,8 +193,9 @@ namespace {
 // Sums per-micro-batch parts into one value with layout `total` (a sum of parts is itself a part).
 Val accumulate(Emitter& em, const std::vector<Val>& parts, const Layout& total, const std::string& scope) {
   Val acc = parts.front();
+  const std::string base = total.as.empty() ? total.name : total.as;
   for (size_t i = 1; i < parts.size(); ++i) {
-    Layout l = i + 1 == parts.size() ? total : Layout::local(total.as + "." + std::to_string(i), total.shape);
+    Layout l = i + 1 == parts.size() ? total : Layout::local(base + "." + std::to_string(i), total.shape);
     if (i + 1 != parts.size()) l.box = total.box;
     acc = em.op("add", {acc, parts[i]}, {}, scope, l, total.name);
   }
@@ -157,18 +210,46 @@ Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueNa
 }
 }  // namespace
 
+// ZeRO >= 1: m and v hold only this rank's shard; ZeRO-3: so does the parameter itself.
+void TrainingStep::declareParam(const ParamInfo& p) {
+  owned_.push_back(p);
+  const Layout opt = optimizerLayout(p);
+  if (zeroStage() >= 3)
+    global_[p.name + ".shard"] = em_.input(opt);
+  else
+    global_[p.name] = em_.input(param(p));
+  global_[p.name + ".m"] = em_.input(opt.renamed(p.name + ".m"));
+  global_[p.name + ".v"] = em_.input(opt.renamed(p.name + ".v"));
+}
+
+// ZeRO-3: a block's parameters are all-gathered over the data-parallel group once, before the block's first
+// forward (micro-batch 0), and the full copies are reused by every micro-batch's forward and backward (no
+// second gather for backward: simpler, and equivalent - only memory differs).
+void TrainingStep::gatherParams(int block) {
+  if (zeroStage() < 3) return;
+  const int saved = mb_;
+  em_.setMicroBatch(-1, 1);
+  for (const ParamInfo& p : owned_)
+    if (p.block == block && !global_.count(p.name))
+      global_[p.name] =
+          em_.allGather(global_.at(p.name + ".shard"), ctx_.group(Axis::DPCP), 0, param(p), p.scope);
+  setMicroBatch(saved);
+}
+
 void TrainingStep::begin(int firstBlock, int lastBlock) {
   firstBlock_ = firstBlock;
   lastBlock_ = lastBlock;
   setMicroBatch(0);
   em_.setMicroBatch(-1, 1);
   for (int b = firstBlock; b <= lastBlock; ++b)
-    for (ParamInfo& p : params(b)) {
-      owned_.push_back(p);
-      global_[p.name] = em_.input(param(p));
-      global_[p.name + ".m"] = em_.input(param(p).renamed(p.name + ".m"));
-      global_[p.name + ".v"] = em_.input(param(p).renamed(p.name + ".v"));
-    }
+    for (ParamInfo& p : params(b))
+      declareParam(p);
+  if (tiedAcrossStages() && firstBlock != 0) {
+    // The last stage's copy of the tied embedding: its gradient is complete after the head's backward.
+    ParamInfo copy = params(0).front();
+    copy.block = headBlock();
+    declareParam(copy);
+  }
   const bool hasLayers = firstBlock <= shape_.layers && lastBlock >= 1;
   if (hasLayers && cfg_.family != Family::Mlp) {
     const int64_t d = cfg_.headDim();
@@ -203,6 +284,7 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
 }
 
 void TrainingStep::forward(int block) {
+  gatherParams(block);
   if (block == 0)
     embeddingForward();
   else if (block == headBlock())
@@ -232,24 +314,47 @@ void TrainingStep::addGrad(const std::string& param, const Val& g) {
   mbGrads_[param].push_back(g);
 }
 
+// Sums the micro-batches' (and, for a tied weight, the uses') contributions on this rank.
+Val TrainingStep::accumulatedGrad(const ParamInfo& p) {
+  const std::vector<Val>& parts = mbGrads_.at(p.name);
+  if (parts.size() == 1) return parts.front();
+  const bool mixed = std::any_of(parts.begin(), parts.end(),
+                                 [&](const Val& v) { return v.lay.name != parts.front().lay.name; });
+  // Several uses: the sum is the parameter's gradient itself (named so in the logical graph).
+  const Layout base = mixed ? grad(p) : parts.front().lay;
+  const Layout total = accumulated(base, ctx_, mixed && em_.logical() ? "" : base.name + ".acc");
+  return accumulate(em_, parts, total, p.scope);
+}
+
 void TrainingStep::finishGradients(int block) {
   const int saved = mb_;
   em_.setMicroBatch(-1, 1);
   std::vector<Val> accs;
-  std::vector<std::string> names;
-  for (const ParamInfo& p : params(block)) {
-    const std::vector<Val>& parts = mbGrads_.at(p.name);
-    Layout total = accumulated(parts.front().lay, ctx_, p.name + ".grad.acc");
-    accs.push_back(parts.size() == 1 ? parts.front() : accumulate(em_, parts, total, p.scope));
-    names.push_back(p.name);
-  }
-  // One coalesced bucket per block, as data-parallel frameworks overlap reduction with backward.
+  const std::vector<ParamInfo> ps = gradParams(block);
+  for (const ParamInfo& p : ps)
+    accs.push_back(accumulatedGrad(p));
   const std::string scope = block == 0             ? "embed"
                             : block == headBlock() ? "output"
                                                    : "layers." + std::to_string(block - 1);
-  std::vector<Val> reduced = em_.allReduceBucket(accs, ctx_.group(Axis::DPCP), "sum", scope);
-  for (size_t i = 0; i < names.size(); ++i)
-    grads_[names[i]] = reduced[i];
+  const Group dpcp = ctx_.group(Axis::DPCP);
+  std::vector<Val> reduced;
+  if (zeroStage() >= 2) {
+    // ZeRO-2/3: each rank keeps only its shard of the reduced gradient.
+    for (size_t i = 0; i < ps.size(); ++i)
+      reduced.push_back(
+          em_.reduceScatter(accs[i], dpcp, 0, "sum", shardOf(accs[i].lay).whole(), ps[i].scope));
+  } else {
+    // One coalesced bucket per block, as data-parallel frameworks overlap reduction with backward.
+    reduced = em_.allReduceBucket(accs, dpcp, "sum", scope);
+    if (zeroStage() == 1)
+      for (Val& g : reduced) {
+        const int64_t rows = em_.type(g).shape.at(0) / dpcp.size(), start = dpcp.indexOf(ctx_.rank()) * rows;
+        g = em_.op("slice", {g}, {{"dim", 0}, {"start", start}, {"end", start + rows}}, scope,
+                   shardOf(g.lay).named(g.lay.name + ".shard"));
+      }
+  }
+  for (size_t i = 0; i < ps.size(); ++i)
+    grads_[ps[i].name] = reduced[i];
   setMicroBatch(saved);
 }
 
@@ -261,29 +366,52 @@ void TrainingStep::finish() {
     loss = em_.allReduce(loss, ctx_.group(Axis::DPCP), "sum", "loss");
     em_.output(loss);
   }
-  // Global grad-norm: each parameter element counted once over the model-parallel group (replicated
-  // parameters only on tp rank 0), then summed over it.
   const Degrees& d = ctx_.deg();
+  const int z = zeroStage();
+  if (tiedAcrossStages()) {
+    // After the whole backward (Megatron's finalize step; earlier would deadlock the pipeline): the first
+    // stage's embedding-use and the last stage's output-use contributions are summed over the embedding
+    // group. The same device name on both members makes the collective's instance match.
+    Val g = grads_.at("embed.weight");
+    Val staged = em_.op("identity", {g}, {}, "embed", g.lay.named("embed.weight.grad.tied"));
+    grads_["embed.weight"] =
+        em_.allReduce(staged, embeddingGroup(), "sum", "embed", g.lay.renamed("embed.weight.grad"));
+  }
+  // Global grad-norm: each gradient element counted once - replicated-over-tp parameters only on tp rank 0,
+  // the tied embedding only on its first stage, ZeRO shards once each - then summed over every rank that
+  // holds distinct pieces: pp x tp, or with sharded gradients all ranks (pp x dp x cp x tp, rank order).
   std::vector<Val> counted;
   for (const ParamInfo& p : owned_)
-    if (p.tpDim >= 0 || ctx_.at().tp == 0) counted.push_back(grads_.at(p.name));
+    if ((p.tpDim >= 0 || ctx_.at().tp == 0) && !tiedCopy(p)) counted.push_back(grads_.at(p.name));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
-  nsqLay.partial(ctx_.at().pp * d.tp + ctx_.at().tp, d.pp * d.tp);
+  if (z >= 1)
+    nsqLay.partial(ctx_.rank(), d.devices());
+  else
+    nsqLay.partial(ctx_.at().pp * d.tp + ctx_.at().tp, d.pp * d.tp);
   Val nsq = counted.empty()
                 ? em_.op("constant", {}, {{"shape", Json::array()}, {"value", 0}}, "optimizer.clip", nsqLay)
                 : em_.op("global_norm_sq", counted, {}, "optimizer.clip", nsqLay);
-  nsq = em_.allReduce(nsq, ctx_.group(Axis::ModelParallel), "sum", "optimizer.clip");
+  nsq = em_.allReduce(nsq, ctx_.group(z >= 1 ? Axis::All : Axis::ModelParallel), "sum", "optimizer.clip");
   Val coef = em_.op("clip_coef", {nsq}, {{"max_norm", 1.0}}, "optimizer.clip",
                     Layout::full("optimizer.clip_coef", {}));
   const Json adamw = {{"lr", 1e-3},  {"beta1", 0.9},        {"beta2", 0.95},
                       {"eps", 1e-8}, {"weight_decay", 0.1}, {"step", 1}};
+  const Group dpcp = ctx_.group(Axis::DPCP);
   for (const ParamInfo& p : owned_) {
-    Val g = em_.op("mul", {grads_.at(p.name), coef}, {}, p.scope, param(p).renamed(p.name + ".grad_clipped"));
-    std::vector<Val> out =
-        em_.opN("adamw", {global_.at(p.name), g, global_.at(p.name + ".m"), global_.at(p.name + ".v")}, adamw,
-                p.scope,
-                {param(p).renamed(p.name + ".out"), param(p).renamed(p.name + ".m.out"),
-                 param(p).renamed(p.name + ".v.out")});
+    // ZeRO: AdamW runs on this rank's shard; stages 1-2 slice it from the replicated parameter and
+    // all-gather the updated shards, stage 3 keeps parameter and update sharded.
+    const Layout opt = optimizerLayout(p);
+    Val w = z >= 3 ? global_.at(p.name + ".shard") : global_.at(p.name);
+    if (z == 1 || z == 2) {
+      const int64_t rows = opt.localShape().at(0), start = dpcp.indexOf(ctx_.rank()) * rows;
+      w = em_.op("slice", {w}, {{"dim", 0}, {"start", start}, {"end", start + rows}}, p.scope,
+                 opt.named(p.name + ".shard"));
+    }
+    Val g = em_.op("mul", {grads_.at(p.name), coef}, {}, p.scope, opt.renamed(p.name + ".grad_clipped"));
+    std::vector<Val> out = em_.opN(
+        "adamw", {w, g, global_.at(p.name + ".m"), global_.at(p.name + ".v")}, adamw, p.scope,
+        {opt.renamed(p.name + ".out"), opt.renamed(p.name + ".m.out"), opt.renamed(p.name + ".v.out")});
+    if (z == 1 || z == 2) out[0] = em_.allGather(out[0], dpcp, 0, param(p).renamed(p.name + ".out"), p.scope);
     for (const Val& v : out)
       em_.output(v);
   }

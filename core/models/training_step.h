@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,7 @@ struct ParamInfo {
   std::string scope;  // "layers.3.mlp.w1"
   Shape shape;        // logical
   int tpDim = -1;     // dimension sharded over tp; -1 = replicated
-  int block = 0;
+  int block = 0;      // the block whose backward finishes its gradient (the head for a tied copy)
 };
 
 class TrainingStep {
@@ -63,6 +64,22 @@ class TrainingStep {
   Layout tokens(const std::string& name, Shape logical) const;  // flattened (batch*seq) rows
   Layout param(const ParamInfo& p) const;
   Layout grad(const ParamInfo& p) const;  // this micro-batch's gradient contribution
+  // The contribution of one use (module `scope`) of `weight`: a tied weight's uses get their own names.
+  Layout gradUse(const std::string& weight, const std::string& scope) const;
+  std::string outputWeight() const;  // the output head's weight (the embedding when tied)
+
+  // ZeRO: the data-parallel group shards optimizer state (1), gradients (2) and parameters (3) along dim 0.
+  int zeroStage() const;  // 0 when the group has one rank
+  Layout shardOf(Layout l) const;
+  Layout optimizerLayout(const ParamInfo& p) const;  // what AdamW updates on this rank
+  void declareParam(const ParamInfo& p);
+  void gatherParams(int block);
+  Val accumulatedGrad(const ParamInfo& p);
+  // Tied embedding under pp: the last stage holds a copy of the embedding; Megatron's embedding group.
+  bool tiedCopy(const ParamInfo& p) const;
+  bool tiedAcrossStages() const;
+  Group embeddingGroup() const;
+  std::vector<ParamInfo> gradParams(int block) const;
   Layout lossPart(const std::string& name) const;
   int gradPart() const;
   int gradParts() const;

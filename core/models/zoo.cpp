@@ -67,7 +67,8 @@ std::vector<ModelConfig> buildZoo() {
   ModelConfig tiny = llama("gpt-tiny", 2, 64, 4, 128);
   tiny.kvHeads = 2;
   tiny.vocab = 128;
-  tiny.note = "test model: Llama structure (RMSNorm, RoPE, GQA, SwiGLU) at toy size";
+  tiny.tiedEmbedding = true;  // as GPT-2: the output head reuses the token embedding
+  tiny.note = "test model: Llama structure (RMSNorm, RoPE, GQA, SwiGLU) at toy size, tied embedding/output";
   zoo.push_back(tiny);
 
   zoo.push_back(llama("llama3-8b", 32, 4096, 32, 14336));

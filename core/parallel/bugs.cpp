@@ -110,7 +110,9 @@ using Mutation = std::function<void(Where&)>;
 
 struct Needs {
   int dp = 1, tp = 1, pp = 1, mb = 1;
+  int zero = 0;  // minimum ZeRO stage
   bool llama = false;
+  bool tied = false;  // a model with tied embedding/output
   bool layer = true;  // the site names a layer
 };
 
@@ -439,6 +441,65 @@ std::vector<Item> buildCatalog() {
         std::swap(o.inputs[0], o.inputs[1]);
         w.changed(w.site.rank, id);
       });
+
+  // ZeRO and tied embeddings.
+  const std::string zero = "ZeRO / distributed-optimizer implementations (DeepSpeed, Megatron)";
+  add(
+      "rw10-zero-wrong-shard", "optimizer shard (ZeRO)",
+      "One rank slices the neighbouring rank's shard of the layer's first MLP weight (wrong shard offset) "
+      "before AdamW, so it updates that shard with its own gradient and optimizer state and the all-gather "
+      "publishes the wrong rows.",
+      zero, {.dp = 2, .zero = 1},
+      [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.layer(w.llama ? "mlp.w1.weight.shard" : "mlp.fc1.weight.shard");
+        if (d.graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " slices no parameter shard (ZeRO stages 1 and 2 do)");
+        Op& o = opById(d, id);
+        const int64_t start = o.attrs.at("start").get<int64_t>(), end = o.attrs.at("end").get<int64_t>();
+        const int64_t extent = d.graph.values[o.inputs[0]].type.shape.at(0);
+        o.attrs["start"] = (start + (end - start)) % extent;
+        o.attrs["end"] = o.attrs["start"].get<int64_t>() + (end - start);
+        w.changed(w.site.rank, id);
+      },
+      "llama3-8b", "dp=2,tp=2,pp=2,mb=2,zero=2");
+
+  add(
+      "rw11-tied-embedding-unsynced", "tied weights",
+      "The embedding-group all-reduce between the first and the last pipeline stage is missing: each copy "
+      "of the tied embedding/output weight is updated with only its own stage's gradient contribution, and "
+      "the copies drift apart.",
+      "Megatron-LM / GPT-NeoX tied embeddings under pipeline parallelism",
+      {.pp = 2, .tied = true, .layer = false},
+      [](Where& w) {
+        for (const Op& o : w.here().graph.ops)
+          if (o.kind == "all_reduce" &&
+              o.attrs.at("instance").get<std::string>().find("@emb") != std::string::npos) {
+            onEveryMember(w, o.id, toIdentity);
+            return;
+          }
+        throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                    " holds no tied embedding copy (choose a first- or last-stage rank)");
+      },
+      "gpt-tiny", "dp=2,tp=2,pp=2,mb=2");
+
+  add(
+      "rw12-zero3-gather-order", "parameter gather (ZeRO-3)",
+      "ZeRO-3's all-gather of the layer's first MLP weight lists the data-parallel ranks in another order "
+      "than the shards were partitioned, so the layer computes with a row-permuted weight.",
+      zero, {.dp = 2, .zero = 3},
+      [](Where& w) {
+        const std::string id = w.layer(w.llama ? "mlp.w1.weight/ag" : "mlp.fc1.weight/ag");
+        if (w.here().graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) + " does not gather " + id);
+        onEveryMember(w, id, [](Device&, Op& o) {
+          std::vector<int> g = groupOf(o);
+          std::reverse(g.begin(), g.end());
+          o.attrs["group"] = g;
+        });
+      },
+      "llama3-8b", "dp=2,tp=2,pp=2,mb=2,zero=3");
   return c;
 }
 
@@ -523,6 +584,9 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.tp >= n.tp, "tp >= " + std::to_string(n.tp));
   need(spec.pp >= n.pp, "pp >= " + std::to_string(n.pp));
   need(spec.mb >= n.mb, "mb >= " + std::to_string(n.mb));
+  need(spec.zero >= n.zero, "zero >= " + std::to_string(n.zero));
+  if (n.tied && plan.logical.findValue("output.weight") != kNone)
+    throw std::invalid_argument(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
   const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
   if (n.llama && !llama)
     throw std::invalid_argument(req.id + " needs a Llama-style model (try --model gpt-tiny)");

@@ -98,7 +98,6 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
   require(s.cp == 1, "cp (context parallel) is not supported by the generator yet");
   require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
-  require(s.zero == 0, "zero is not supported by the generator yet");
   require(!s.sp, "sp (sequence parallel) is not supported by the generator yet");
   require(m.family != Family::DeepSeek,
           m.name + ": DeepSeek (MLA/MoE) models are not supported by the generator yet");
@@ -115,6 +114,21 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
     require(s.tp <= m.kvHeads, "tp=" + std::to_string(s.tp) + " exceeds the " + std::to_string(m.kvHeads) +
                                    " kv heads; replicating kv heads over tp is not supported yet");
     require(m.kvHeads % s.tp == 0, divides("tp", s.tp, "number of kv heads", m.kvHeads));
+  }
+  if (s.zero > 0 && s.dp * s.cp > 1) {
+    // ZeRO shards every (tp-sharded) parameter along dim 0 over the data-parallel group.
+    Graph g;
+    Emitter em(g, nullptr);
+    const ShardContext logical;
+    const TrainingStep step(m, shape, logical, em);
+    for (int b = 0; b < step.blockCount(); ++b)
+      for (const models::ParamInfo& p : step.params(b)) {
+        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp : 1);
+        require(rows % (s.dp * s.cp) == 0,
+                "zero=" + std::to_string(s.zero) + ": parameter " + p.name + " has " + std::to_string(rows) +
+                    " rows per tp rank, not divisible by the data-parallel group (dp*cp = " +
+                    std::to_string(s.dp * s.cp) + ")");
+      }
   }
 }
 
