@@ -1,16 +1,20 @@
 #include "app/cli/args.h"
 
+#include <cctype>
+
 namespace paraproof::cli {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& withValue,
            const std::set<std::string>& flags) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a.rfind("--", 0) != 0 || a == "--") {
+    // "-o" is the short form of option "o"; anything else not starting with "--" is positional.
+    const bool shortOption = a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1]));
+    if (!shortOption && (a.rfind("--", 0) != 0 || a == "--")) {
       positional_.push_back(a);
       continue;
     }
-    std::string name = a.substr(2), value;
+    std::string name = a.substr(shortOption ? 1 : 2), value;
     bool inlineValue = false;
     if (auto eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);
@@ -19,14 +23,14 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& wi
     }
     if (withValue.count(name)) {
       if (!inlineValue) {
-        if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
+        if (i + 1 >= argv.size()) throw UsageError("option " + a + " needs a value");
         value = argv[++i];
       }
       values_[name] = value;
     } else if (flags.count(name) && !inlineValue) {
       flags_.insert(name);
     } else {
-      throw UsageError("unknown option --" + name);
+      throw UsageError("unknown option " + a);
     }
   }
 }

@@ -1,0 +1,113 @@
+// The zoo commands as a user types them: generate -o, verify of the written plan and of an in-memory
+// plan with an injected bug, bugs --json / models --json for scripts, and impossible combinations (exit 2).
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int exitCode = -1;
+  QString out, err;
+};
+
+Run cli(const QStringList& args) {
+  QProcess p;
+  p.start(PARAPROOF_CLI, args);
+  Run r;
+  if (!p.waitForStarted(10000) || !p.waitForFinished(300000)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "did not finish";
+    return r;
+  }
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+}  // namespace
+
+class TestCliZoo : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private slots:
+  void generateWritesAPlanThatVerifies() {
+    const QString plan = tmp_.filePath("gpt-tiny.json");
+    Run g = cli({"generate", "--model", "gpt-tiny", "--parallel", "dp=2,tp=2", "-o", plan});
+    QVERIFY2(g.exitCode == 0, qPrintable(g.out + g.err));
+    QVERIFY(QFile::exists(plan));
+    Run v = cli({"verify", plan, "--jobs", "2"});
+    QVERIFY2(v.exitCode == 0, qPrintable(v.out + v.err));
+  }
+
+  void verifyGeneratesInMemoryAndFindsAnInjectedBug() {
+    const QString report = tmp_.filePath("tv01.report.json");
+    Run v = cli({"verify", "--model", "gpt-tiny", "--parallel", "tp=2", "--inject", "tv01-allreduce-missing",
+                 "--json", report, "--jobs", "2"});
+    QVERIFY2(v.exitCode == 1, qPrintable(v.out + v.err));
+    QFile f(report);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const auto json = nlohmann::json::parse(f.readAll().toStdString());
+    QCOMPARE(QString::fromStdString(json.at("verdict").get<std::string>()), QString("not_equivalent"));
+  }
+
+  void bugsJsonListsWhereEachBugApplies() {
+    Run b = cli({"bugs", "--json"});
+    QCOMPARE(b.exitCode, 0);
+    const auto bugs = nlohmann::json::parse(b.out.toStdString());
+    QVERIFY(bugs.is_array() && bugs.size() >= 14);
+    for (const auto& e : bugs)
+      for (const char* key : {"id", "class", "description", "source", "model", "parallel"})
+        QVERIFY2(e.contains(key) && e.at(key).is_string() && !e.at(key).get<std::string>().empty(), key);
+  }
+
+  void modelsJsonHasTheRealConfigs() {
+    Run m = cli({"models", "--json"});
+    QCOMPARE(m.exitCode, 0);
+    const auto models = nlohmann::json::parse(m.out.toStdString());
+    bool found = false;
+    for (const auto& e : models)
+      if (e.at("name") == "llama3-405b") {
+        found = true;
+        QCOMPARE(e.at("layers").get<int>(), 126);
+        QCOMPARE(e.at("hidden").get<int>(), 16384);
+      }
+    QVERIFY(found);
+  }
+
+  void impossibleCombinationsAreRejectedWithExitCode2_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("tp does not divide heads")
+        << QStringList{"--model", "gpt-tiny", "--parallel", "tp=3"} << "does not divide";
+    QTest::newRow("pp exceeds layers")
+        << QStringList{"--model", "gpt-tiny", "--parallel", "pp=4", "--layers", "2"}
+        << "exceeds the number of layers";
+    QTest::newRow("unknown key") << QStringList{"--model", "gpt-tiny", "--parallel", "xp=2"} << "unknown key";
+    QTest::newRow("unknown model") << QStringList{"--model", "gpt-huge", "--parallel", "dp=2"}
+                                   << "unknown model";
+    QTest::newRow("bug without its site")
+        << QStringList{"--model", "gpt-tiny", "--parallel", "dp=2", "--inject", "tv01-allreduce-missing"}
+        << "needs tp";
+  }
+  void impossibleCombinationsAreRejectedWithExitCode2() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    for (const QString& command : {QString("generate"), QString("verify")}) {
+      QStringList a = QStringList{command} + args;
+      if (command == "generate") a << "-o" << tmp_.filePath("never.json");
+      Run r = cli(a);
+      QVERIFY2(r.exitCode == 2, qPrintable(command + ": " + r.out + r.err));
+      QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    }
+    QVERIFY(!QFile::exists(tmp_.filePath("never.json")));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCliZoo)
+#include "test_cli_zoo.moc"
