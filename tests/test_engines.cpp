@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/solver/engine.h"
+#include "core/solver/normalize.h"
 
 using namespace paraproof;
 using solver::Status;
@@ -144,6 +145,36 @@ class TestEngines : public QObject {
     b.expect(b.e.max(b.e.max(a, c), d), b.e.max(a, b.e.max(c, d)));
     QCOMPARE(runZ3(b.p).status, Status::Verified);
     QCOMPARE(runField(b.p).status, Status::Verified);
+  }
+
+  // A vocab-sharded softmax row: each shard's local max, the all-reduced max of maxima, local sums of exp
+  // shifted by it, an all-reduced sum. Proved by every engine; a shard dropping an element is caught.
+  void shardedSoftmaxIsProvedAndItsBugCaught() {
+    for (bool bug : {false, true}) {
+      Builder b;
+      std::vector<sym::ExprId> x;
+      for (int i = 0; i < 6; ++i)
+        x.push_back(b.real("x" + std::to_string(i)));
+      auto softmax = [&](sym::ExprId m, const std::vector<sym::ExprId>& sum, int i) {
+        return b.e.div(b.e.apply(sym::Fn::Exp, {b.e.sub(x[i], m)}), b.e.add(sum));
+      };
+      auto m = b.e.max(x);
+      std::vector<sym::ExprId> all;
+      for (int i = 0; i < 6; ++i)
+        all.push_back(b.e.apply(sym::Fn::Exp, {b.e.sub(x[i], m)}));
+      auto shardMax = b.e.max(b.e.max({x[0], x[1], x[2]}), b.e.max({x[3], x[4], x[5]}));
+      std::vector<sym::ExprId> parts;
+      for (int i = 0; i < 6; ++i)
+        if (!(bug && i == 5)) parts.push_back(b.e.apply(sym::Fn::Exp, {b.e.sub(x[i], shardMax)}));
+      for (int i = 0; i < 6; ++i)
+        b.expect(softmax(m, all, i), softmax(shardMax, parts, i));
+      auto nf = solver::proveByNormalisation(b.p, {10, nullptr});
+      QCOMPARE(nf.provedCount, bug ? size_t{0} : b.p.obligations.size());
+      auto z3 = runZ3(b.p);
+      QCOMPARE(z3.status, bug ? Status::Failed : Status::Verified);
+      QCOMPARE(runField(b.p).status, bug ? Status::Failed : Status::Verified);
+      if (bug) QVERIFY(z3.cex && z3.cex->confirmed && reallyDiffers(b.p, *z3.cex));
+    }
   }
 
   void fieldOrderIsNoEvidenceOfABug() {

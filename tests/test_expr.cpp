@@ -23,6 +23,23 @@ class TestExpr : public QObject {
     // 0.1 * 0.1 is not exactly representable: kept as a product, never rounded.
     QVERIFY(p.mul(p.real(0.1), p.real(0.1)) != p.real(0.1 * 0.1));
   }
+  void maxAndMinAreFlattenedSortedAndIdempotent() {
+    sym::ExprPool p;
+    auto a = p.var({"a", sym::Sort::Real}), b = p.var({"b", sym::Sort::Real});
+    auto c = p.var({"c", sym::Sort::Real}), d = p.var({"d", sym::Sort::Real});
+    // The max of shard maxima is the global max, whatever the grouping: one node.
+    QCOMPARE(p.max(p.max(a, b), p.max(c, d)), p.max(p.max(p.max(d, c), b), a));
+    QCOMPARE(p.max(a, a), a);
+    QCOMPARE(p.max(p.max(a, b), a), p.max(a, b));
+    QCOMPARE(p.max(p.max(a, p.real(1)), p.real(3)), p.max(a, p.real(3)));
+    QCOMPARE(p.min(p.real(1), p.real(3)), p.real(1));
+    QVERIFY(p.max(a, b) != p.min(a, b));
+    QVERIFY(p.max(a, b) != p.max(a, c));
+    auto hi = p.max({a, b, c, d}), lo = p.min({a, b, c, d});
+    auto v = solver::evaluateReal(p, {1.0, 4.0, -2.0, 3.0});  // evaluates the nodes made so far
+    QCOMPARE(v[hi], 4.0);
+    QCOMPARE(v[lo], -2.0);
+  }
   void evaluatesWithRealFunctions() {
     sym::ExprPool p;
     auto x = p.var({"x", sym::Sort::Real});

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "core/solver/engine.h"
@@ -98,6 +99,14 @@ std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<do
       case sym::Kind::ToReal:
         v[e] = v[n.args[0]];
         break;
+      case sym::Kind::Max:
+      case sym::Kind::Min: {
+        double m = v[n.args[0]];
+        for (auto a : n.args)
+          m = n.kind == sym::Kind::Max ? std::max(m, v[a]) : std::min(m, v[a]);
+        v[e] = m;
+        break;
+      }
     }
   }
   return v;

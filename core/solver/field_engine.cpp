@@ -184,6 +184,19 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
       case sym::Kind::ToReal:
         out = f::fromInt(ival(n.args[0]));
         break;
+      case sym::Kind::Max:
+      case sym::Kind::Min: {
+        // The keyed order again: the pick is the argument max(a, b) = ite(b <= a, a, b) would make.
+        sym::ExprId pick = n.args[0];
+        for (auto a : n.args) {
+          const uint64_t x = asField(a), y = asField(pick);
+          const bool aLess = isInt ? ival(a) < ival(pick) : less(x, y);
+          const bool pickLess = isInt ? ival(pick) < ival(a) : less(y, x);
+          if (n.kind == sym::Kind::Max ? pickLess : aLess) pick = a;
+        }
+        out = val_[pick];
+        break;
+      }
     }
   }
   for (size_t i : scope.open) {
@@ -255,6 +268,11 @@ uint64_t FieldEngine::degreeBound(const Problem& p, const ProblemScope& scope) {
         break;
       case sym::Kind::Ite:
         r = {std::max(d[n.args[1]].num, d[n.args[2]].num), std::max(d[n.args[1]].den, d[n.args[2]].den)};
+        break;
+      case sym::Kind::Max:
+      case sym::Kind::Min:
+        for (auto a : n.args)
+          r = {std::max(r.num, d[a].num), std::max(r.den, d[a].den)};
         break;
       default:
         break;  // constants, booleans, integers: degree 0

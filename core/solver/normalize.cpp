@@ -267,6 +267,19 @@ class Normaliser {
       }
       case sym::Kind::ToReal:
         return ofAtom(atom({-8, static_cast<int64_t>(n.args[0])}));
+      case sym::Kind::Max:
+      case sym::Kind::Min: {
+        // An atom over the normal forms of its (already flattened, deduplicated) arguments, sorted: equal
+        // multisets of equal terms give one atom whatever the grouping was.
+        std::vector<int64_t> args;
+        for (auto a : n.args)
+          args.push_back(static_cast<int64_t>(memo_.at(a)));
+        std::sort(args.begin(), args.end());
+        args.erase(std::unique(args.begin(), args.end()), args.end());
+        if (args.size() == 1) return P(n.args[0]);
+        args.insert(args.begin(), n.kind == sym::Kind::Max ? -9 : -10);
+        return ofAtom(atom(std::move(args)));
+      }
     }
     throw GiveUp{};
   }

@@ -176,6 +176,16 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
       case sym::Kind::ToReal:
         terms_[e] = z3::to_real(terms_[n.args[0]]);
         break;
+      case sym::Kind::Max:
+      case sym::Kind::Min: {
+        z3::expr m = arg(0);
+        for (size_t i = 1; i < n.args.size(); ++i) {
+          z3::expr x = arg(i);
+          m = n.kind == sym::Kind::Max ? z3::ite(x <= m, m, x) : z3::ite(m <= x, m, x);
+        }
+        terms_[e] = m;
+        break;
+      }
     }
   }
   return true;

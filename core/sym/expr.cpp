@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
 namespace paraproof::sym {
 
@@ -162,6 +164,38 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   std::sort(rest.begin(), rest.end());
   Node n{k, s};
   n.args = std::move(rest);
+  return intern(std::move(n));
+}
+
+ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
+  if (in.empty()) throw std::invalid_argument("max/min of no terms");
+  const Sort s = nodes_[in[0]].sort;
+  for (ExprId a : in)
+    if (nodes_[a].sort != s) {  // mixed sorts: compare as reals through the binary form
+      ExprId r = in[0];
+      for (size_t i = 1; i < in.size(); ++i)
+        r = k == Kind::Max ? ite(le(in[i], r), r, in[i]) : ite(le(r, in[i]), r, in[i]);
+      return r;
+    }
+  std::vector<ExprId> args;
+  std::optional<ExprId> best;  // constants fold into the most extreme one
+  auto value = [&](ExprId c) {
+    return nodes_[c].sort == Sort::Int ? static_cast<double>(nodes_[c].ivalue) : nodes_[c].value;
+  };
+  for (ExprId a : in)
+    for (ExprId b : nodes_[a].kind == k ? nodes_[a].args : std::vector<ExprId>{a}) {
+      if (nodes_[b].kind != Kind::Const) {
+        args.push_back(b);
+      } else if (!best || (k == Kind::Max ? value(b) > value(*best) : value(b) < value(*best))) {
+        best = b;
+      }
+    }
+  if (best) args.push_back(*best);
+  std::sort(args.begin(), args.end());
+  args.erase(std::unique(args.begin(), args.end()), args.end());
+  if (args.size() == 1) return args[0];
+  Node n{k, s};
+  n.args = std::move(args);
   return intern(std::move(n));
 }
 
@@ -329,6 +363,11 @@ std::string ExprPool::str(ExprId e, int depth) const {
       break;
     case Kind::Apply:
       os << fnName(n.fn);
+      join(", ");
+      break;
+    case Kind::Max:
+    case Kind::Min:
+      os << (n.kind == Kind::Max ? "max" : "min");
       join(", ");
       break;
     default:

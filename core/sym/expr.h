@@ -1,6 +1,6 @@
 // Scalar expression DAG: every op's semantics lowers to it, every engine (Z3, random field, concrete
-// double) interprets it. Nodes are hash-consed, Add/Mul are flattened and sorted, so structurally equal
-// terms share one id.
+// double) interprets it. Nodes are hash-consed, Add/Mul/Max/Min are flattened and sorted, so structurally
+// equal terms share one id.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,8 @@ enum class Kind : uint8_t {
   Not,
   Ite,     // Bool ? T : T
   ToReal,  // Int -> Real
+  Max,     // n-ary, Real or Int: flattened, sorted, duplicates removed (associative, commutative,
+  Min,     // idempotent), so max over shards and the global max share one node
 };
 
 // Non-polynomial functions. The proof treats them as uninterpreted (sound: a plan equal for every
@@ -84,8 +86,10 @@ class ExprPool {
   ExprId lor(ExprId a, ExprId b);
   ExprId lnot(ExprId a);
   ExprId ite(ExprId c, ExprId t, ExprId e);
-  ExprId max(ExprId a, ExprId b) { return ite(le(b, a), a, b); }
-  ExprId min(ExprId a, ExprId b) { return ite(le(a, b), a, b); }
+  ExprId max(ExprId a, ExprId b) { return extremum(Kind::Max, {a, b}); }
+  ExprId min(ExprId a, ExprId b) { return extremum(Kind::Min, {a, b}); }
+  ExprId max(std::vector<ExprId> xs) { return extremum(Kind::Max, std::move(xs)); }
+  ExprId min(std::vector<ExprId> xs) { return extremum(Kind::Min, std::move(xs)); }
   ExprId toReal(ExprId i);
 
   bool isConst(ExprId e) const { return nodes_[e].kind == Kind::Const; }
@@ -97,6 +101,7 @@ class ExprPool {
  private:
   ExprId intern(Node n);
   ExprId nary(Kind k, std::vector<ExprId> args);
+  ExprId extremum(Kind k, std::vector<ExprId> args);
 
   struct Key {
     Kind kind;
