@@ -321,6 +321,7 @@ void GraphView::centerOnNodes(const std::vector<int>& nodes) {
     if (transform().m11() > kFitMaxScale) setTransform(QTransform::fromScale(kFitMaxScale, kFitMaxScale));
   }
   centerOn(box.center());
+  emit viewportMoved();
 }
 
 bool GraphView::isNodeInViewport(int node) const {
@@ -358,6 +359,17 @@ void GraphView::scaleBy(double factor) {
   double current = transform().m11();
   factor = std::clamp(current * factor, kMinScale, kMaxScale) / current;
   scale(factor, factor);
+  emit viewportMoved();
+}
+
+void GraphView::scrollContentsBy(int dx, int dy) {
+  QGraphicsView::scrollContentsBy(dx, dy);
+  emit viewportMoved();
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  emit viewportMoved();
 }
 
 void GraphView::zoomIn() {
@@ -375,6 +387,7 @@ void GraphView::fitAll() {
     setTransform(QTransform::fromScale(kFitMaxScale, kFitMaxScale));
     centerOn(box.center());
   }
+  emit viewportMoved();
 }
 
 void GraphView::wheelEvent(QWheelEvent* event) {

@@ -60,6 +60,7 @@ class GraphView : public QGraphicsView {
  signals:
   void elementsSelected(const std::vector<int>& elements);  // by the user
   void layoutFinished();
+  void viewportMoved();  // scrolled, zoomed or resized: scene-to-widget mapping changed
   void statusMessage(const QString& text);
 
  protected:
@@ -67,6 +68,8 @@ class GraphView : public QGraphicsView {
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  void scrollContentsBy(int dx, int dy) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void onLayout(const LayoutResult& result);
