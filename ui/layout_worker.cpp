@@ -38,6 +38,8 @@ char* cs(const char* s) {
   return const_cast<char*>(s);
 }
 
+constexpr size_t kBigJobEdges = 120, kBigJobNodes = 150;
+
 std::string inches(double points) {
   return std::to_string(points / 72.0);
 }
@@ -56,6 +58,13 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
   agattr(g, AGRAPH, cs("ranksep"), cs("0.4"));
   agattr(g, AGRAPH, cs("fontsize"), cs("13"));
   agattr(g, AGRAPH, cs("labeljust"), cs("l"));
+  if (job.edges.size() > kBigJobEdges || job.nodes.size() > kBigJobNodes) {
+    // Overviews of deep models have many long edges (every layer feeds the optimizer): dot's network simplex
+    // then dominates (seconds for 40 nodes on llama3-405b). Bounded iterations cost little in the drawing.
+    agattr(g, AGRAPH, cs("nslimit"), cs("1"));
+    agattr(g, AGRAPH, cs("nslimit1"), cs("1"));
+    agattr(g, AGRAPH, cs("mclimit"), cs("0.5"));
+  }
   agattr(g, AGRAPH, cs("margin"), cs("12"));
   agattr(g, AGRAPH, cs("label"), cs(""));
   agattr(g, AGNODE, cs("shape"), cs("box"));
