@@ -48,6 +48,7 @@ class GraphView : public QGraphicsView {
   void relayout(int anchorNode = -1);
   bool layoutPending() const { return pending_; }
   double lastLayoutMilliseconds() const { return lastLayoutMs_; }
+  bool lastLayoutReused() const { return lastLayoutReused_; }
   int visibleNodeCount() const { return model_ ? model_->visibleNodeCount() : 0; }
   bool isNodeInViewport(int node) const;
   QRectF nodeSceneRect(int node) const;  // empty when the node is not drawn
@@ -89,6 +90,7 @@ class GraphView : public QGraphicsView {
   int anchorNode_ = -1;
   bool programmatic_ = false;
   double lastLayoutMs_ = 0;
+  bool lastLayoutReused_ = false;
   QString placeholder_;
 
   std::vector<StageState> elementStates_;

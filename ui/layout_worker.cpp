@@ -83,6 +83,9 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
     clusters[i] = agsubg(parent, cs(name.c_str()), 1);
     // Two spaces of padding leave room for the expand marker drawn before the title.
     std::string label = "    " + c.label.toStdString() + "  ";
+    // Padded to a multiple of the LayoutCache bucket, so labels of one bucket reserve the same space.
+    const size_t padded = LayoutCache::labelBucket(c.label.size()) * LayoutCache::kLabelBucket + 6;
+    if (label.size() < padded) label.resize(padded, ' ');
     agsafeset(clusters[i], cs("label"), cs(label.c_str()), cs(""));
   }
   std::vector<Agnode_t*> nodes;
@@ -178,8 +181,14 @@ void LayoutWorker::submit(LayoutJob job) {
 
 void LayoutWorker::run(const LayoutJob& job) {
   if (job.latest && job.latest->load() != job.id) return;  // a newer job of the same view is queued
+  if (std::optional<LayoutResult> known = cache_.find(job)) {
+    emit finished(*known);
+    return;
+  }
   if (!layouter_) layouter_ = new GraphvizLayouter;
-  emit finished(layouter_->layout(job));
+  LayoutResult r = layouter_->layout(job);
+  cache_.store(job, r);
+  emit finished(r);
 }
 
 }  // namespace paraproof::ui
