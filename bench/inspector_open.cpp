@@ -19,6 +19,7 @@
 #include "core/parallel/generate.h"
 #include "ui/graph_view.h"
 #include "ui/inspector_app.h"
+#include "ui/lineage_index.h"
 #include "ui/main_window.h"
 
 using namespace paraproof;
@@ -153,6 +154,22 @@ int main(int argc, char** argv) {
     for (const Device& d : plan.devices)
       ops += d.graph.ops.size();
 
+    {
+      // Where the hierarchy time goes, without a window.
+      QElapsedTimer t;
+      t.start();
+      GraphModel logical = GraphModel::logical(plan);
+      const double logicalMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      t.restart();
+      GraphModel parallelModel = GraphModel::parallel(plan, {});
+      const double parallelMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      t.restart();
+      LineageIndex lineage(logical, parallelModel);
+      const double lineageMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      std::printf(
+          "%-36s hierarchy: logical %.0f ms (%d nodes), parallel %.0f ms (%d nodes), lineage %.0f ms\n", "",
+          logicalMs, logical.size(), parallelMs, parallelModel.size(), lineageMs);
+    }
     StallMeter stall;
     std::vector<double> hier, overview, expandL, expandP, stalls, dotL;
     int nodesL = 0, identical = 0;
