@@ -2,6 +2,7 @@
 
 #include <QStringList>
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <functional>
 #include <map>
@@ -51,6 +52,19 @@ QString typeString(const Value& v) {
 
 }  // namespace
 
+std::string withoutMicroBatch(const std::string& name, int* microBatch) {
+  if (microBatch) *microBatch = -1;
+  for (size_t hash = name.find('#'); hash != std::string::npos; hash = name.find('#', hash + 1)) {
+    size_t end = hash + 1;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])))
+      ++end;
+    if (end == hash + 1) continue;  // '#' not followed by a number
+    if (microBatch) *microBatch = std::stoi(name.substr(hash + 1, end - hash - 1));
+    return name.substr(0, hash) + name.substr(end);
+  }
+  return name;
+}
+
 int GraphModel::addNode(HierarchyNode n) {
   nodes_.push_back(std::move(n));
   int id = static_cast<int>(nodes_.size()) - 1;
@@ -79,7 +93,7 @@ int GraphModel::scopeGroup(int parent, const std::string& scope,
   return group;
 }
 
-void GraphModel::addGraph(int parent, int device, const Graph& g) {
+void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicroBatches) {
   auto& opEl = opElements_[device + 1];
   auto& inEl = inputElements_[device + 1];
   opEl.assign(g.ops.size(), -1);
@@ -93,6 +107,25 @@ void GraphModel::addGraph(int parent, int device, const Graph& g) {
     int grp = scopeGroup(parent, scope, cache);
     groupOfScope.emplace(scope, grp);
     return grp;
+  };
+  // Micro-batch copies of an op or input share the element of the first copy (same name without "#m").
+  std::unordered_map<std::string, int> elementOfBase;
+  std::vector<int> folded;  // leaves standing for more than one micro-batch
+  auto foldedInto = [&](const std::string& name) {
+    if (!foldMicroBatches) return -1;
+    int mb = -1;
+    std::string base = withoutMicroBatch(name, &mb);
+    if (mb < 0) return -1;
+    auto [it, fresh] = elementOfBase.emplace(std::move(base), -1);
+    if (fresh) return -1;
+    HierarchyNode& leaf = nodes_[leafOfElement_[it->second]];
+    if (leaf.microBatches++ == 1) folded.push_back(leafOfElement_[it->second]);
+    return it->second;
+  };
+  auto remember = [&](const std::string& name, int element) {
+    if (!foldMicroBatches) return;
+    auto it = elementOfBase.find(withoutMicroBatch(name));
+    if (it != elementOfBase.end() && it->second < 0) it->second = element;
   };
   auto addLeaf = [&](int group, Element e, const QString& label, const QString& detail) {
     elements_.push_back(e);
@@ -112,12 +145,21 @@ void GraphModel::addGraph(int parent, int device, const Graph& g) {
     int group = groupFor(op.scope);
     for (ValueId v : op.inputs) {
       if (v < 0 || v >= static_cast<int>(g.values.size())) continue;
-      if (g.values[v].producer == kNone && inEl[v] < 0)
-        inEl[v] = addLeaf(group, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
+      if (g.values[v].producer != kNone || inEl[v] >= 0) continue;
+      const std::string& name = g.values[v].name;
+      inEl[v] = foldedInto(name);
+      if (inEl[v] < 0) {
+        inEl[v] = addLeaf(group, {Element::Kind::Input, device, v}, QString::fromStdString(name),
                           QString::fromStdString(shapeString(g.values[v].type.shape)));
+        remember(name, inEl[v]);
+      }
     }
-    opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)}, QString::fromStdString(op.id),
-                      QString::fromStdString(op.kind));
+    opEl[o] = foldedInto(op.id);
+    if (opEl[o] < 0) {
+      opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)},
+                        QString::fromStdString(op.id), QString::fromStdString(op.kind));
+      remember(op.id, opEl[o]);
+    }
     for (ValueId v : op.inputs) {
       if (v < 0 || v >= static_cast<int>(g.values.size())) continue;
       int producer = g.values[v].producer;
@@ -126,9 +168,19 @@ void GraphModel::addGraph(int parent, int device, const Graph& g) {
     }
   }
   for (ValueId v : g.inputs)
-    if (inEl[v] < 0)
-      inEl[v] = addLeaf(parent, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
-                        QString::fromStdString(shapeString(g.values[v].type.shape)));
+    if (inEl[v] < 0) {
+      inEl[v] = foldedInto(g.values[v].name);
+      if (inEl[v] < 0) {
+        inEl[v] = addLeaf(parent, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
+                          QString::fromStdString(shapeString(g.values[v].type.shape)));
+        remember(g.values[v].name, inEl[v]);
+      }
+    }
+  for (int leaf : folded) {
+    HierarchyNode& n = nodes_[leaf];
+    n.label = QString::fromStdString(withoutMicroBatch(n.label.toStdString())) +
+              QStringLiteral("  \u00d7%1 mb").arg(n.microBatches);
+  }
 }
 
 GraphModel GraphModel::logical(const Plan& plan) {
@@ -142,7 +194,7 @@ GraphModel GraphModel::logical(const Plan& plan) {
   root.label = QString::fromStdString(plan.name.empty() ? "model" : plan.name);
   root.expanded = true;
   m.addNode(std::move(root));
-  m.addGraph(0, kNone, plan.logical);
+  m.addGraph(0, kNone, plan.logical, false);
   m.finish();
   return m;
 }
@@ -228,7 +280,7 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
     if (n.replicas > 1) n.label += QStringLiteral("  \u00d7%1 dp").arg(n.replicas);
     n.parent = parent;
     m.shownDevices_.push_back(di);
-    m.addGraph(m.addNode(std::move(n)), di, d.graph);
+    m.addGraph(m.addNode(std::move(n)), di, d.graph, sel.foldMicroBatches);
   }
 
   // Point-to-point transfers between shown devices are drawn as edges.
@@ -264,6 +316,14 @@ void GraphModel::finish() {
   for (int g = 0, count = size(); g < count; ++g)
     if (nodes_[g].isGroup() && nodes_[g].parent != -2) split(g);
   countLeaves(0);
+  identities_ = identifyGroups(*this);
+  for (int g = 1; g < size(); ++g) {
+    HierarchyNode& n = nodes_[g];
+    const GroupIdentity& id = identities_[g];
+    if (n.isGroup() && id.count > 1 && n.leafCount >= kMinIdenticalBadge &&
+        n.kind != HierarchyNode::Kind::Device)
+      n.detail += QStringLiteral("  \u2261 \u00d7%1").arg(id.count);
+  }
 }
 
 void GraphModel::split(int group) {
@@ -489,6 +549,11 @@ QString GraphModel::tooltip(int node) const {
     QString t = QStringLiteral("<b>%1</b><br>%2 nodes").arg(n.label.toHtmlEscaped()).arg(n.leafCount);
     if (!n.detail.isEmpty() && n.kind == HierarchyNode::Kind::Device) t += "<br>" + n.detail;
     if (n.replicas > 1) t += QStringLiteral("<br>stands for %1 data-parallel replicas").arg(n.replicas);
+    if (const GroupIdentity& id = identities_[node]; id.count > 1)
+      t += QStringLiteral("<br>identical to <b>%1</b>, \u00d7%2 (structure hash %3)")
+               .arg(nodes_[id.first].label.toHtmlEscaped())
+               .arg(id.count)
+               .arg(id.hash, 16, 16, QLatin1Char('0'));
     return t + QStringLiteral("<br><i>double-click to %1</i>").arg(n.expanded ? "collapse" : "expand");
   }
   const Element& e = elements_[n.element];
@@ -512,6 +577,9 @@ QString GraphModel::tooltip(int node) const {
   const Op& op = g.ops[e.index];
   QString t = QStringLiteral("<b>%1</b> <i>%2</i> (%3)")
                   .arg(QString::fromStdString(op.id).toHtmlEscaped(), QString::fromStdString(op.kind), where);
+  if (n.microBatches > 1)
+    t += QStringLiteral("<br>stands for the same op in %1 micro-batches (shown: micro-batch 0)")
+             .arg(n.microBatches);
   if (!op.scope.empty()) t += "<br>scope " + QString::fromStdString(op.scope).toHtmlEscaped();
   if (!op.origin.empty()) t += "<br>origin " + QString::fromStdString(op.origin).toHtmlEscaped();
   for (ValueId v : op.inputs)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/plan/plan.h"
+#include "ui/group_identity.h"
 
 namespace paraproof::ui {
 
@@ -26,9 +27,10 @@ struct HierarchyNode {
   QString detail;  // second line: op kind, tensor shape, "12 ops"
   int parent = -1;
   std::vector<int> children;
-  int element = -1;   // leaves only
-  int replicas = 1;   // data-parallel replicas folded into this device group
-  int leafCount = 0;  // elements below (1 for a leaf)
+  int element = -1;      // leaves only
+  int replicas = 1;      // data-parallel replicas folded into this device group
+  int microBatches = 1;  // per-micro-batch copies ("name#m") folded into this leaf
+  int leafCount = 0;     // elements below (1 for a leaf)
   bool expanded = false;
   bool isGroup() const { return kind != Kind::Leaf; }
 };
@@ -38,7 +40,12 @@ struct ParallelSelection {
   enum class Mode { AllDevices, PipelineStage, Device };
   Mode mode = Mode::AllDevices;
   int value = 0;  // pipeline stage (pp coordinate) or rank
+  // The copies of an op for each micro-batch ("w2.out#0", "w2.out#1") are shown as one node "x2 mb".
+  bool foldMicroBatches = true;
 };
+
+// "layers.0.mlp.w2.out#1/ar" -> "layers.0.mlp.w2.out/ar"; `microBatch` receives 1 (-1 without a suffix).
+std::string withoutMicroBatch(const std::string& name, int* microBatch = nullptr);
 
 struct VisibleGraph {
   struct Edge {
@@ -52,7 +59,8 @@ struct VisibleGraph {
 
 class GraphModel {
  public:
-  static constexpr int kMaxChildren = 24;  // larger groups are split into chunks of this size
+  static constexpr int kMaxChildren = 24;       // larger groups are split into chunks of this size
+  static constexpr int kMinIdenticalBadge = 3;  // smaller identical groups are too common to point out
 
   GraphModel() = default;
   // The plan must outlive the model.
@@ -90,13 +98,16 @@ class GraphModel {
   // Leaves whose op id, kind, scope, tensor names or lineage tensors contain `text`, best matches first.
   std::vector<int> find(const QString& text) const;
   QString tooltip(int node) const;
+  // Structural hash of a group and the groups identical to it (see group_identity.h).
+  const GroupIdentity& identity(int node) const { return identities_[node]; }
+  const std::vector<std::pair<int, int>>& elementEdges() const { return elementEdges_; }
   QString elementName(int element) const;
   const Graph& graphOf(const Element& e) const;
 
  private:
   int addNode(HierarchyNode n);
   int scopeGroup(int parent, const std::string& scope, std::unordered_map<std::string, int>& cache);
-  void addGraph(int parent, int device, const Graph& g);
+  void addGraph(int parent, int device, const Graph& g, bool foldMicroBatches);
   void finish();  // compacts single-leaf groups, splits big groups, counts leaves
   void split(int group);
   int countLeaves(int node);
@@ -111,6 +122,7 @@ class GraphModel {
   std::vector<std::vector<int>> opElements_, inputElements_;
   std::vector<int> representative_;  // per plan device
   std::vector<int> shownDevices_;
+  std::vector<GroupIdentity> identities_;
 };
 
 }  // namespace paraproof::ui

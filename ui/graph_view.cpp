@@ -103,7 +103,9 @@ void GraphView::relayout(int anchorNode) {
     const bool group = hn.isGroup();
     double textWidth = std::max((group ? bold : regular).horizontalAdvance(hn.label),
                                 regular.horizontalAdvance(hn.detail) * 0.9);
-    double width = std::clamp(textWidth + 24, group ? 110.0 : 70.0, 230.0);
+    // Whole multiples of 8 points: names like layers.2 / layers.10 give equal sizes, so identical structures
+    // share one layout (LayoutCache).
+    double width = std::clamp(std::ceil((textWidth + 24) / 8) * 8, group ? 112.0 : 72.0, 232.0);
     double height = group ? 44 : (lookOf(*model_, n) == NodeItem::Look::Input ? 34 : 38);
     auto it = clusterIndex.find(hn.parent);
     job.nodes.push_back({n, width, height, it == clusterIndex.end() ? -1 : it->second});
@@ -119,6 +121,7 @@ void GraphView::onLayout(const LayoutResult& r) {
   if (!model_ || r.id != latestJob_->load()) return;  // stale: a newer layout was requested
   pending_ = false;
   lastLayoutMs_ = r.milliseconds;
+  lastLayoutReused_ = r.reused;
   programmatic_ = true;
   scene()->clear();
   nodeItems_.clear();
@@ -187,11 +190,17 @@ void GraphView::onLayout(const LayoutResult& r) {
   else if (centerOnLinks_)
     centerOnNodes(visibleNodesFor(linkedElements_));
   centerOnSelection_ = centerOnLinks_ = false;
-  emit statusMessage(QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges in %4 ms")
-                         .arg(r.nodes.size())
-                         .arg(r.clusters.size())
-                         .arg(r.edges.size())
-                         .arg(r.milliseconds, 0, 'f', 0));
+  emit statusMessage(r.reused
+                         ? QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges (same structure as "
+                                          "an earlier layout: reused)")
+                               .arg(r.nodes.size())
+                               .arg(r.clusters.size())
+                               .arg(r.edges.size())
+                         : QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges in %4 ms")
+                               .arg(r.nodes.size())
+                               .arg(r.clusters.size())
+                               .arg(r.edges.size())
+                               .arg(r.milliseconds, 0, 'f', 0));
   emit layoutFinished();
 }
 
@@ -321,6 +330,7 @@ void GraphView::centerOnNodes(const std::vector<int>& nodes) {
     if (transform().m11() > kFitMaxScale) setTransform(QTransform::fromScale(kFitMaxScale, kFitMaxScale));
   }
   centerOn(box.center());
+  emit viewportMoved();
 }
 
 bool GraphView::isNodeInViewport(int node) const {
@@ -358,6 +368,17 @@ void GraphView::scaleBy(double factor) {
   double current = transform().m11();
   factor = std::clamp(current * factor, kMinScale, kMaxScale) / current;
   scale(factor, factor);
+  emit viewportMoved();
+}
+
+void GraphView::scrollContentsBy(int dx, int dy) {
+  QGraphicsView::scrollContentsBy(dx, dy);
+  emit viewportMoved();
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  emit viewportMoved();
 }
 
 void GraphView::zoomIn() {
@@ -375,6 +396,7 @@ void GraphView::fitAll() {
     setTransform(QTransform::fromScale(kFitMaxScale, kFitMaxScale));
     centerOn(box.center());
   }
+  emit viewportMoved();
 }
 
 void GraphView::wheelEvent(QWheelEvent* event) {

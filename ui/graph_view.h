@@ -48,6 +48,7 @@ class GraphView : public QGraphicsView {
   void relayout(int anchorNode = -1);
   bool layoutPending() const { return pending_; }
   double lastLayoutMilliseconds() const { return lastLayoutMs_; }
+  bool lastLayoutReused() const { return lastLayoutReused_; }
   int visibleNodeCount() const { return model_ ? model_->visibleNodeCount() : 0; }
   bool isNodeInViewport(int node) const;
   QRectF nodeSceneRect(int node) const;  // empty when the node is not drawn
@@ -60,6 +61,7 @@ class GraphView : public QGraphicsView {
  signals:
   void elementsSelected(const std::vector<int>& elements);  // by the user
   void layoutFinished();
+  void viewportMoved();  // scrolled, zoomed or resized: scene-to-widget mapping changed
   void statusMessage(const QString& text);
 
  protected:
@@ -67,6 +69,8 @@ class GraphView : public QGraphicsView {
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
   void drawBackground(QPainter* painter, const QRectF& rect) override;
+  void scrollContentsBy(int dx, int dy) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void onLayout(const LayoutResult& result);
@@ -86,6 +90,7 @@ class GraphView : public QGraphicsView {
   int anchorNode_ = -1;
   bool programmatic_ = false;
   double lastLayoutMs_ = 0;
+  bool lastLayoutReused_ = false;
   QString placeholder_;
 
   std::vector<StageState> elementStates_;

@@ -51,6 +51,7 @@ struct LayoutResult {
   std::vector<Edge> edges;
   double width = 0, height = 0;
   double milliseconds = 0;
+  bool reused = false;  // taken from the layout cache: a structurally identical job was laid out before
   QString error;
 };
 

@@ -38,6 +38,8 @@ char* cs(const char* s) {
   return const_cast<char*>(s);
 }
 
+constexpr size_t kBigJobEdges = 120, kBigJobNodes = 150;
+
 std::string inches(double points) {
   return std::to_string(points / 72.0);
 }
@@ -56,6 +58,13 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
   agattr(g, AGRAPH, cs("ranksep"), cs("0.4"));
   agattr(g, AGRAPH, cs("fontsize"), cs("13"));
   agattr(g, AGRAPH, cs("labeljust"), cs("l"));
+  if (job.edges.size() > kBigJobEdges || job.nodes.size() > kBigJobNodes) {
+    // Overviews of deep models have many long edges (every layer feeds the optimizer): dot's network simplex
+    // then dominates (seconds for 40 nodes on llama3-405b). Bounded iterations cost little in the drawing.
+    agattr(g, AGRAPH, cs("nslimit"), cs("1"));
+    agattr(g, AGRAPH, cs("nslimit1"), cs("1"));
+    agattr(g, AGRAPH, cs("mclimit"), cs("0.5"));
+  }
   agattr(g, AGRAPH, cs("margin"), cs("12"));
   agattr(g, AGRAPH, cs("label"), cs(""));
   agattr(g, AGNODE, cs("shape"), cs("box"));
@@ -74,6 +83,9 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
     clusters[i] = agsubg(parent, cs(name.c_str()), 1);
     // Two spaces of padding leave room for the expand marker drawn before the title.
     std::string label = "    " + c.label.toStdString() + "  ";
+    // Padded to a multiple of the LayoutCache bucket, so labels of one bucket reserve the same space.
+    const size_t padded = LayoutCache::labelBucket(c.label.size()) * LayoutCache::kLabelBucket + 6;
+    if (label.size() < padded) label.resize(padded, ' ');
     agsafeset(clusters[i], cs("label"), cs(label.c_str()), cs(""));
   }
   std::vector<Agnode_t*> nodes;
@@ -169,8 +181,14 @@ void LayoutWorker::submit(LayoutJob job) {
 
 void LayoutWorker::run(const LayoutJob& job) {
   if (job.latest && job.latest->load() != job.id) return;  // a newer job of the same view is queued
+  if (std::optional<LayoutResult> known = cache_.find(job)) {
+    emit finished(*known);
+    return;
+  }
   if (!layouter_) layouter_ = new GraphvizLayouter;
-  emit finished(layouter_->layout(job));
+  LayoutResult r = layouter_->layout(job);
+  cache_.store(job, r);
+  emit finished(r);
 }
 
 }  // namespace paraproof::ui

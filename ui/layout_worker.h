@@ -4,6 +4,7 @@
 #include <QObject>
 #include <QThread>
 
+#include "ui/layout_cache.h"
 #include "ui/layout_types.h"
 
 namespace paraproof::ui {
@@ -30,6 +31,7 @@ class LayoutWorker : public QObject {
   QThread thread_;
   QObject* context_ = nullptr;            // lives on thread_, receives the queued jobs
   GraphvizLayouter* layouter_ = nullptr;  // created and destroyed on thread_
+  LayoutCache cache_;                     // used on thread_ only
 };
 
 }  // namespace paraproof::ui

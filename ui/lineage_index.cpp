@@ -65,4 +65,24 @@ std::vector<int> LineageIndex::logicalFor(const std::vector<int>& parallelElemen
   return gather(toLogical_, parallelElements);
 }
 
+std::vector<std::pair<int, int>> LineageIndex::linksFromLogical(
+    const std::vector<int>& logicalElements) const {
+  std::vector<std::pair<int, int>> out;
+  for (int le : logicalElements)
+    if (le >= 0 && le < static_cast<int>(toParallel_.size()))
+      for (int pe : toParallel_[le])
+        out.emplace_back(le, pe);
+  return out;
+}
+
+std::vector<std::pair<int, int>> LineageIndex::linksFromParallel(
+    const std::vector<int>& parallelElements) const {
+  std::vector<std::pair<int, int>> out;
+  for (int pe : parallelElements)
+    if (pe >= 0 && pe < static_cast<int>(toLogical_.size()))
+      for (int le : toLogical_[pe])
+        out.emplace_back(le, pe);
+  return out;
+}
+
 }  // namespace paraproof::ui

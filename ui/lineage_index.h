@@ -2,6 +2,7 @@
 // `origin`, tensors by their lineage. Used to highlight counterparts across the two views.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "ui/graph_model.h"
@@ -16,6 +17,9 @@ class LineageIndex {
 
   std::vector<int> parallelFor(const std::vector<int>& logicalElements) const;
   std::vector<int> logicalFor(const std::vector<int>& parallelElements) const;
+  // The links to draw: (logical element, parallel element) for each selected element and counterpart.
+  std::vector<std::pair<int, int>> linksFromLogical(const std::vector<int>& logicalElements) const;
+  std::vector<std::pair<int, int>> linksFromParallel(const std::vector<int>& parallelElements) const;
 
  private:
   std::vector<std::vector<int>> toParallel_, toLogical_;

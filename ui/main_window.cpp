@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
@@ -35,6 +36,7 @@
 #include "ui/graph_view.h"
 #include "ui/layout_worker.h"
 #include "ui/legend_widget.h"
+#include "ui/link_overlay.h"
 #include "ui/settings_dialog.h"
 #include "ui/stage_table.h"
 #include "ui/verification_controller.h"
@@ -132,8 +134,13 @@ void MainWindow::buildCentral() {
   parallelValue_ = new QComboBox(choose);
   parallelValue_->setMinimumContentsLength(8);
   parallelValue_->setVisible(false);
+  foldMicroBatches_ = new QCheckBox(tr("fold micro-batches"), choose);
+  foldMicroBatches_->setChecked(true);
+  foldMicroBatches_->setToolTip(tr("Show the copies of an op for each micro-batch (name#m) as one node"));
   h->addWidget(parallelMode_);
   h->addWidget(parallelValue_);
+  h->addWidget(foldMicroBatches_);
+  connect(foldMicroBatches_, &QCheckBox::toggled, this, [this] { rebuildParallelModel(); });
   connect(parallelMode_, &QComboBox::currentIndexChanged, this, [this] {
     refreshParallelChoices();
     rebuildParallelModel();
@@ -147,7 +154,14 @@ void MainWindow::buildCentral() {
   splitter->setStretchFactor(1, 1);
   splitter->setHandleWidth(3);
   splitter_ = splitter;
-  setCentralWidget(splitter);
+  // The splitter sits in a plain host so the link overlay can cover both views without becoming a pane.
+  auto* host = new QWidget(this);
+  auto* hostLayout = new QVBoxLayout(host);
+  hostLayout->setContentsMargins(0, 0, 0, 0);
+  hostLayout->addWidget(splitter);
+  setCentralWidget(host);
+  links_ = new LinkOverlay(host, logicalView_, parallelView_);
+  connect(splitter, &QSplitter::splitterMoved, links_, qOverload<>(&QWidget::update));
 
   connect(logicalView_, &GraphView::elementsSelected, this, &MainWindow::onLogicalSelection);
   connect(parallelView_, &GraphView::elementsSelected, this, &MainWindow::onParallelSelection);
@@ -413,6 +427,8 @@ void MainWindow::refreshParallelChoices() {
 }
 
 void MainWindow::setParallelSelection(ParallelSelection selection) {
+  const QSignalBlocker block(foldMicroBatches_);
+  foldMicroBatches_->setChecked(selection.foldMicroBatches);
   parallelMode_->setCurrentIndex(parallelMode_->findData(static_cast<int>(selection.mode)));
   refreshParallelChoices();
   int i = parallelValue_->findData(selection.value);
@@ -425,8 +441,10 @@ void MainWindow::rebuildParallelModel() {
   ParallelSelection sel;
   sel.mode = static_cast<ParallelSelection::Mode>(parallelMode_->currentData().toInt());
   sel.value = parallelValue_->count() ? parallelValue_->currentData().toInt() : 0;
+  sel.foldMicroBatches = foldMicroBatches_->isChecked();
   parallelModel_ = std::make_shared<GraphModel>(GraphModel::parallel(*plan_, sel));
   parallelModel_->autoExpand(kOverviewBudget);
+  links_->clear();  // element numbers of the old model mean nothing now
   parallelView_->setModel(parallelModel_);
   lineage_ = LineageIndex(*logicalModel_, *parallelModel_);
   stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
@@ -600,6 +618,7 @@ void MainWindow::selectStage(int stageIndex) {
   if (stageIndex < stageMap_.stageCount()) {
     logicalView_->setLinkedElements({}, false);
     parallelView_->setLinkedElements({}, false);
+    links_->clear();
     logicalView_->selectElements(stageMap_.logicalElements(stageIndex));
     parallelView_->selectElements(stageMap_.parallelElements(stageIndex));
   }
@@ -613,6 +632,7 @@ void MainWindow::onStageRowChanged() {
   if (stage < stageMap_.stageCount()) {
     logicalView_->setLinkedElements({}, false);
     parallelView_->setLinkedElements({}, false);
+    links_->clear();
     logicalView_->selectElements(stageMap_.logicalElements(stage));
     parallelView_->selectElements(stageMap_.parallelElements(stage));
   }
@@ -624,6 +644,7 @@ void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
   parallelView_->selectElements({}, false);
   parallelView_->setLinkedElements(counterparts);
   logicalView_->setLinkedElements({}, false);
+  links_->setLinks(lineage_.linksFromLogical(elements));
   if (!elements.empty())
     statusBar()->showMessage(tr("%1 selected: %2 parallel counterparts")
                                  .arg(elements.size() == 1 ? logicalModel_->elementName(elements[0])
@@ -637,6 +658,7 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
   logicalView_->selectElements({}, false);
   logicalView_->setLinkedElements(origins);
   parallelView_->setLinkedElements({}, false);
+  links_->setLinks(lineage_.linksFromParallel(elements));
   if (!elements.empty())
     statusBar()->showMessage(tr("%1 selected: %2 logical origins")
                                  .arg(elements.size() == 1 ? parallelModel_->elementName(elements[0])
@@ -672,6 +694,8 @@ bool MainWindow::search(const QString& text) {
   view->setLinkedElements({}, false);
   other->setLinkedElements(view == logicalView_ ? lineage_.parallelFor(elements)
                                                 : lineage_.logicalFor(elements));
+  links_->setLinks(view == logicalView_ ? lineage_.linksFromLogical(elements)
+                                        : lineage_.linksFromParallel(elements));
   statusBar()->showMessage(
       tr("Match %1 of %2: %3 (%4)")
           .arg(shown)

@@ -20,12 +20,14 @@ class QPushButton;
 class QSplitter;
 class QTableView;
 class QAction;
+class QCheckBox;
 
 namespace paraproof::ui {
 
 class CounterexamplePanel;
 class GraphView;
 class LayoutWorker;
+class LinkOverlay;
 class StageFilterProxy;
 class StageTableModel;
 class VerificationController;
@@ -47,7 +49,7 @@ class MainWindow : public QMainWindow {
   void setVerifyOptions(const verify::Options& o) { options_ = o; }
   const verify::Options& verifyOptions() const { return options_; }
 
-  void setParallelSelection(ParallelSelection selection);
+  void setParallelSelection(ParallelSelection selection);  // also sets micro-batch folding
   void selectStage(int stageIndex);  // focuses it in both views and shows its counterexample
   int firstFailingStage() const;     // -1 when none
   // Finds op / tensor / scope names in both views; each call moves to the next match. False if none.
@@ -56,6 +58,7 @@ class MainWindow : public QMainWindow {
 
   GraphView* logicalView() const { return logicalView_; }
   GraphView* parallelView() const { return parallelView_; }
+  LinkOverlay* linkOverlay() const { return links_; }
   StageTableModel* stageModel() const { return stageModel_; }
   QTableView* stageTable() const { return stageTable_; }
   CounterexamplePanel* counterexamplePanel() const { return cexPanel_; }
@@ -111,11 +114,13 @@ class MainWindow : public QMainWindow {
   GraphView* logicalView_;
   GraphView* parallelView_;
   QSplitter* splitter_ = nullptr;
+  LinkOverlay* links_ = nullptr;
   bool splitSized_ = false;
   QLabel* logicalHeader_;
   QLabel* parallelHeader_;
   QComboBox* parallelMode_;
   QComboBox* parallelValue_;
+  QCheckBox* foldMicroBatches_;
   StageTableModel* stageModel_;
   StageFilterProxy* stageProxy_;
   QTableView* stageTable_;

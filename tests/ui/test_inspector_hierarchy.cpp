@@ -1,6 +1,7 @@
-// The hierarchy: scope groups, device groups with folded data-parallel replicas, collapse/expand, big groups
-// split, and search focusing a node.
+// The hierarchy: scope groups, device groups with folded data-parallel replicas, folded micro-batches,
+// structurally identical groups, collapse/expand, big groups split, and search focusing a node.
 #include "inspector_test_support.h"
+#include "ui/zoo_dialog.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -47,6 +48,190 @@ class TestInspectorHierarchy : public QObject {
     // One device: no folding.
     GraphModel one = GraphModel::parallel(plan, {ParallelSelection::Mode::Device, 3});
     QCOMPARE(one.shownDevices(), std::vector<int>{plan.deviceIndex(3)});
+  }
+
+  // llama3-8b, 2 layers, dp2 x tp2 x pp2 with 2 micro-batches: every forward/backward op exists as "name#0"
+  // and "name#1" on a device.
+  static Plan microBatchedPlan() {
+    ZooRequest r;
+    r.model = "llama3-8b";
+    r.parallel = "dp=2,tp=2,pp=2,mb=2";
+    r.layers = 2;
+    return generateFromZoo(r);
+  }
+
+  void microBatchNamesAreRecognised() {
+    int mb = 0;
+    QCOMPARE(withoutMicroBatch("layers.0.mlp.w2.out#1/ar", &mb), std::string("layers.0.mlp.w2.out/ar"));
+    QCOMPARE(mb, 1);
+    QCOMPARE(withoutMicroBatch("tokens#12", &mb), std::string("tokens"));
+    QCOMPARE(mb, 12);
+    QCOMPARE(withoutMicroBatch("adamw.step", &mb), std::string("adamw.step"));
+    QCOMPARE(mb, -1);
+    QCOMPARE(withoutMicroBatch("odd#name", &mb), std::string("odd#name"));
+    QCOMPARE(mb, -1);
+  }
+
+  void microBatchesFoldIntoOneNodeWithCount() {
+    Plan plan = microBatchedPlan();
+    ParallelSelection unfoldedSel;
+    unfoldedSel.foldMicroBatches = false;
+    GraphModel unfolded = GraphModel::parallel(plan, unfoldedSel);
+    GraphModel folded = GraphModel::parallel(plan, {});
+    int perMicroBatch = 0, foldedLeaves = 0;
+    for (int n = 0; n < unfolded.size(); ++n)
+      if (!unfolded.node(n).isGroup() && unfolded.node(n).label.contains('#')) ++perMicroBatch;
+    for (int n = 0; n < folded.size(); ++n) {
+      const HierarchyNode& hn = folded.node(n);
+      if (hn.isGroup() || hn.parent < 0) continue;
+      QVERIFY2(!hn.label.contains('#'), qPrintable(hn.label));  // no per-micro-batch node is left
+      if (hn.microBatches > 1) {
+        QCOMPARE(hn.microBatches, 2);
+        QVERIFY2(hn.label.endsWith(QStringLiteral("\u00d72 mb")), qPrintable(hn.label));
+        ++foldedLeaves;
+      }
+    }
+    QVERIFY(perMicroBatch > 100);
+    QCOMPARE(perMicroBatch, 2 * foldedLeaves);  // half as many nodes, each counting 2
+    QCOMPARE(folded.elements().size(), unfolded.elements().size() - size_t(foldedLeaves));
+    QVERIFY(folded.tooltip(folded.leafOf(0)).size() > 0);
+
+    // Both copies of an op map to the folded node, so stage colours and lineage reach it from either.
+    const int dev = folded.shownDevices().front();
+    const Graph& g = plan.devices[dev].graph;
+    std::string first, second;
+    for (const Op& op : g.ops)
+      if (op.id.find("#0") != std::string::npos) {
+        std::string other = op.id;
+        other.replace(other.find("#0"), 2, "#1");
+        if (g.findOp(other) != kNone) {
+          first = op.id;
+          second = other;
+          break;
+        }
+      }
+    QVERIFY(!first.empty());
+    QCOMPARE(folded.elementOfOp(dev, second), folded.elementOfOp(dev, first));
+    QVERIFY(unfolded.elementOfOp(dev, second) != unfolded.elementOfOp(dev, first));
+  }
+
+  void microBatchFoldingIsAToggleInTheWindow() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    w.openPlan(microBatchedPlan(), "llama3-8b dp=2,tp=2,pp=2,mb=2");
+    w.setParallelSelection({ParallelSelection::Mode::Device, 0, false});
+    w.parallelView()->expandAll();
+    QVERIFY(waitForLayouts(w));
+    const int unfolded = w.parallelView()->visibleNodeCount();
+    w.setParallelSelection({ParallelSelection::Mode::Device, 0, true});
+    w.parallelView()->expandAll();
+    QVERIFY(waitForLayouts(w));
+    const int folded = w.parallelView()->visibleNodeCount();
+    QVERIFY2(folded < unfolded * 3 / 4, qPrintable(QStringLiteral("%1 vs %2").arg(folded).arg(unfolded)));
+    // Show one layer's mlp block expanded, its nodes labelled with the micro-batch count.
+    GraphModel* m = w.parallelView()->model();
+    m->collapseAll();
+    const int mlp = groupLabelled(*m, "mlp");
+    QVERIFY(mlp >= 0);
+    m->reveal(mlp);
+    for (std::vector<int> open{mlp}; !open.empty();) {
+      const int g = open.back();
+      open.pop_back();
+      m->setExpanded(g, true);
+      for (int c : m->node(g).children)
+        if (m->node(c).isGroup()) open.push_back(c);
+    }
+    w.parallelView()->relayout();
+    QVERIFY(waitForLayouts(w));
+    int counted = 0;
+    for (int n : m->visible().nodes)
+      counted += m->node(n).label.endsWith(QStringLiteral("\u00d72 mb"));
+    QVERIFY(counted > 3);
+    QRectF block;
+    for (int n : m->visible().nodes)
+      if (m->visibleNodeOf(n) == n && m->node(n).parent != 0 && m->node(n).label.endsWith(QStringLiteral("mb")))
+        block = block.united(w.parallelView()->nodeSceneRect(n));
+    w.parallelView()->fitInView(block.adjusted(-30, -30, 30, 30), Qt::KeepAspectRatio);
+    saveScreenshot(w, "inspector-microbatches-folded");
+  }
+
+  // Three layers whose ops are the same kinds wired the same way, except that layer 2 uses exp where the
+  // others use neg.
+  static Plan threeLayers(const char* layer2Kind) {
+    Plan plan;
+    plan.name = "three-layers";
+    // The graph input is consumed outside the layers, so no layer holds an extra input leaf.
+    Op embed;
+    embed.id = "embed";
+    embed.kind = "neg";
+    embed.inputs = {plan.logical.addInput("x", {{4}, DType::F32})};
+    embed.scope = "embed";
+    plan.logical.addOp(embed, {{"embed.out", {{4}, DType::F32}}});
+    ValueId x = plan.logical.findValue("embed.out");
+    for (int l = 0; l < 3; ++l) {
+      const std::string p = "layers." + std::to_string(l);
+      auto add = [&](const std::string& id, const std::string& kind, std::vector<ValueId> in) {
+        Op op;
+        op.id = p + "." + id;
+        op.kind = kind;
+        op.inputs = std::move(in);
+        op.scope = p + "." + id.substr(0, id.find('.'));
+        plan.logical.addOp(op, {{op.id + ".out", {{4}, DType::F32}}});
+        return plan.logical.findValue(op.id + ".out");
+      };
+      ValueId a = add("norm.scale", "neg", {x});
+      ValueId b = add("norm.shift", l == 2 ? layer2Kind : "neg", {a});
+      ValueId c = add("mix.sum", "add", {a, b});
+      x = add("mix.out", "neg", {c});
+    }
+    return plan;
+  }
+
+  void identicalGroupsHashEqual() {
+    GraphModel m = GraphModel::logical(threeLayers("exp"));
+    const int l0 = groupLabelled(m, "layers.0"), l1 = groupLabelled(m, "layers.1"),
+              l2 = groupLabelled(m, "layers.2");
+    QVERIFY(l0 >= 0 && l1 >= 0 && l2 >= 0);
+    QCOMPARE(m.identity(l0).hash, m.identity(l1).hash);
+    QVERIFY(m.identity(l2).hash != m.identity(l0).hash);  // one op kind differs
+    QCOMPARE(m.identity(l1).first, l0);
+    QCOMPARE(m.identity(l1).count, 2);
+    QCOMPARE(m.identity(l2).count, 1);
+    QVERIFY(m.tooltip(l1).contains("identical to <b>layers.0</b>"));
+    QVERIFY(m.node(l1).detail.contains(QStringLiteral("\u00d72")));
+    // With the same kind everywhere all three are identical.
+    GraphModel same = GraphModel::logical(threeLayers("neg"));
+    QCOMPARE(same.identity(groupLabelled(same, "layers.2")).count, 3);
+  }
+
+  void identicalGroupsHashEqualOnlyWithEqualWiring() {
+    Plan plan = threeLayers("neg");
+    // Rewire layer 1: its mix.sum adds a to itself instead of a + b (same op kinds, different edges).
+    Op& sum = plan.logical.ops[plan.logical.findOp("layers.1.mix.sum")];
+    sum.inputs[1] = sum.inputs[0];
+    GraphModel m = GraphModel::logical(plan);
+    QVERIFY(m.identity(groupLabelled(m, "layers.1")).hash != m.identity(groupLabelled(m, "layers.0")).hash);
+    QCOMPARE(m.identity(groupLabelled(m, "layers.2")).hash, m.identity(groupLabelled(m, "layers.0")).hash);
+  }
+
+  void identicalLayersOfAGeneratedModel() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    ZooRequest r;
+    r.model = "llama3-8b";
+    r.parallel = "tp=2";
+    r.layers = 4;
+    w.openPlan(generateFromZoo(r), describe(r));
+    w.logicalView()->collapseAll();
+    QVERIFY(waitForLayouts(w));
+    GraphModel* m = w.logicalView()->model();
+    const int l1 = groupLabelled(*m, "layers.1"), l2 = groupLabelled(*m, "layers.2");
+    QVERIFY(l1 >= 0 && l2 >= 0);
+    QCOMPARE(m->identity(l1).hash, m->identity(l2).hash);
+    QVERIFY(m->identity(l1).count >= 3);
+    saveScreenshot(w, "inspector-identical-layers");
   }
 
   void bigGroupsAreSplit() {

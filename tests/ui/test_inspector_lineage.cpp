@@ -1,7 +1,9 @@
-// Lineage links: selecting a logical op highlights the device ops implementing it, and the reverse.
+// Lineage links: selecting a logical op highlights the device ops implementing it and draws a line to each
+// of them across the two views, and the reverse.
 #include <set>
 
 #include "inspector_test_support.h"
+#include "ui/link_overlay.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -9,6 +11,39 @@ using namespace paraproof::ui::testing;
 
 class TestInspectorLineage : public QObject {
   Q_OBJECT
+
+  // Every drawn link starts in the logical view and ends in the parallel view; where the node is in sight it
+  // starts/ends on the node itself. Returns the number of links.
+  static int checkLinks(MainWindow& w) {
+    LinkOverlay* o = w.linkOverlay();
+    const QRect lr = o->viewRect(w.logicalView()), pr = o->viewRect(w.parallelView());
+    const auto segments = o->segments();
+    for (const auto& s : segments) {
+      if (!lr.contains(s.logical.toPoint()) || !pr.contains(s.parallel.toPoint())) {
+        qWarning("link (%g,%g) -> (%g,%g) outside the views", s.logical.x(), s.logical.y(), s.parallel.x(),
+                 s.parallel.y());
+        return -1;
+      }
+    }
+    return static_cast<int>(segments.size());
+  }
+
+  // The middle of each link is painted in the link colour in the window's screenshot.
+  static bool linksArePainted(MainWindow& w) {
+    const QImage shot = w.grab().toImage();
+    LinkOverlay* o = w.linkOverlay();
+    for (const auto& s : o->segments()) {
+      const QPoint mid = o->mapTo(&w, ((s.logical + s.parallel) / 2).toPoint()) * shot.devicePixelRatio();
+      bool found = false;
+      for (int dx = -2; dx <= 2 && !found; ++dx)
+        for (int dy = -2; dy <= 2 && !found; ++dy) {
+          const QColor c = shot.pixelColor(mid + QPoint(dx, dy));
+          found = c.green() + 40 < c.red() && c.green() + 40 < c.blue();  // purple, not the white canvas
+        }
+      if (!found) return false;
+    }
+    return true;
+  }
 
   static std::set<std::string> linkedOrigins(GraphView* parallel) {
     std::set<std::string> origins;
@@ -41,14 +76,49 @@ class TestInspectorLineage : public QObject {
     // One counterpart per tensor-parallel rank, each implementing fc1.
     QTRY_COMPARE(w.parallelView()->linkedNodes().size(), size_t(2));
     QCOMPARE(linkedOrigins(w.parallelView()), std::set<std::string>{"fc1"});
+    // One drawn link per counterpart, from fc1 across the splitter to each device op.
+    QTRY_COMPARE(checkLinks(w), 2);
+    QVERIFY(w.linkOverlay()->isVisible());
+    QVERIFY(linksArePainted(w));
+    const QRectF fc1Rect = w.logicalView()->nodeSceneRect(fc1);
+    const QPointF fc1Side = w.logicalView()->viewport()->mapTo(
+        w.centralWidget(), w.logicalView()->mapFromScene(QPointF(fc1Rect.right(), fc1Rect.center().y())));
+    for (const auto& seg : w.linkOverlay()->segments()) {
+      QVERIFY(!seg.logicalAtEdge);
+      QVERIFY((seg.logical - fc1Side).manhattanLength() < 3);
+    }
     saveScreenshot(w, "inspector-lineage-logical");
+
+    // Scrolling the parallel view moves the link ends with the nodes; a node out of sight ends at the edge.
+    QRectF linked;
+    for (int n : w.parallelView()->linkedNodes())
+      linked = linked.united(w.parallelView()->nodeSceneRect(n));
+    const QRectF scene = w.parallelView()->sceneRect();
+    QPointF far = scene.topLeft();
+    for (QPointF corner : {scene.topRight(), scene.bottomLeft(), scene.bottomRight()})
+      if (QLineF(corner, linked.center()).length() > QLineF(far, linked.center()).length()) far = corner;
+    w.parallelView()->scale(4, 4);
+    w.parallelView()->centerOn(far);
+    QTRY_COMPARE(checkLinks(w), 2);
+    bool anyAtEdge = false;
+    for (const auto& seg : w.linkOverlay()->segments())
+      anyAtEdge = anyAtEdge || seg.parallelAtEdge;
+    QVERIFY(anyAtEdge);
+    w.parallelView()->fitAll();
 
     // The reverse: a device op highlights its logical origin.
     const int deviceOp = w.parallelView()->linkedNodes().front();
     clickNode(w.parallelView(), deviceOp);
     QTRY_COMPARE(w.logicalView()->linkedNodes(), std::vector<int>{fc1});
     QVERIFY(w.parallelView()->linkedNodes().empty());  // the old links are gone
+    QTRY_COMPARE(checkLinks(w), 1);                    // one line back to the origin
+    QVERIFY(linksArePainted(w));
     saveScreenshot(w, "inspector-lineage-parallel");
+
+    // Selecting a stage replaces lineage links by the stage's own highlight.
+    w.linkOverlay()->clear();
+    QCOMPARE(checkLinks(w), 0);
+    QVERIFY(!w.linkOverlay()->isVisible());
   }
 
   void tensorSelectionFollowsLineage() {

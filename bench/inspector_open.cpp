@@ -1,0 +1,201 @@
+// Opening big generated plans in the inspector (offscreen): the time to build the hierarchy on the UI thread
+// (hier), from the open until both collapsed overviews are drawn (open->view), to expand one layer group in
+// each view (expand-L logical, expand-P parallel), and the longest UI-thread stall while the layout thread
+// works. Median of 3 opens per plan.
+//
+//   inspector_open                              # llama3-405b, full depth, two meshes
+//   inspector_open MODEL:PARALLEL[:LAYERS] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QStandardPaths>
+#include <QTimer>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
+#include "ui/graph_view.h"
+#include "ui/inspector_app.h"
+#include "ui/lineage_index.h"
+#include "ui/main_window.h"
+
+using namespace paraproof;
+using namespace paraproof::ui;
+
+namespace {
+
+struct Case {
+  std::string model, parallel;
+  int layers = 0;  // 0: the model's own depth
+};
+
+struct Sample {
+  double hierarchyMs = 0, overviewMs = 0, expandLogicalMs = 0, expandParallelMs = 0, stallMs = 0;
+  double expandLogicalDotMs = 0;  // of which Graphviz on the layout thread
+  int identicalLayers = 0;        // groups structurally identical to logical layers.1
+  int expandLogicalNodes = 0;     // nodes drawn after the expansion
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Longest gap between ticks of a 5 ms timer on the UI thread while `wait` runs: how long the UI froze.
+class StallMeter {
+ public:
+  StallMeter() {
+    QObject::connect(&timer_, &QTimer::timeout, [this] { longest_ = std::max(longest_, clock_.restart()); });
+    timer_.setInterval(5);
+  }
+  void start() {
+    longest_ = 0;
+    clock_.start();
+    timer_.start();
+  }
+  double stop() {
+    timer_.stop();
+    return static_cast<double>(std::max(longest_, clock_.elapsed()));
+  }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 longest_ = 0;
+};
+
+// The first group labelled `label` (a layer), revealed, then expanded through the view like a double-click.
+double expandGroup(MainWindow& w, GraphView* view, const QString& label, StallMeter& stall,
+                   double* worstStall) {
+  GraphModel* m = view->model();
+  int group = -1;
+  for (int n = 0; n < m->size() && group < 0; ++n)
+    if (m->node(n).isGroup() && m->node(n).parent >= 0 && m->node(n).label == label) group = n;
+  if (group < 0) return -1;
+  if (!m->isVisible(group)) {  // open its ancestors first, untimed: the measure is one group's expansion
+    m->reveal(group);
+    view->relayout(group);
+    waitForLayouts(w, 600000);
+  }
+  QElapsedTimer t;
+  t.start();
+  stall.start();
+  view->toggle(group);
+  waitForLayouts(w, 600000);
+  *worstStall = std::max(*worstStall, stall.stop());
+  return static_cast<double>(t.nsecsElapsed()) / 1e6;
+}
+
+Sample openOnce(MainWindow& w, const Plan& plan, StallMeter& stall) {
+  Sample s;
+  Plan copy = plan;  // openPlan takes ownership; the copy is not part of the measure
+  QElapsedTimer t;
+  t.start();
+  w.openPlan(std::move(copy), QString::fromStdString(plan.name));
+  s.hierarchyMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  // The logical overview is laid out while the parallel hierarchy is built: measure from the open.
+  stall.start();
+  waitForLayouts(w, 600000);
+  s.stallMs = stall.stop();
+  s.overviewMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  const GraphModel* lm = w.logicalView()->model();
+  for (int n = 0; n < lm->size(); ++n)
+    if (lm->node(n).isGroup() && lm->node(n).parent >= 0 && lm->node(n).label == "layers.1")
+      s.identicalLayers = lm->identity(n).count;
+  s.expandLogicalMs = expandGroup(w, w.logicalView(), "layers.1", stall, &s.stallMs);
+  s.expandLogicalDotMs = w.logicalView()->lastLayoutMilliseconds();
+  s.expandLogicalNodes = w.logicalView()->visibleNodeCount();
+  s.expandParallelMs = expandGroup(w, w.parallelView(), "layers.1", stall, &s.stallMs);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QStandardPaths::setTestModeEnabled(true);
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    QStringList parts = QString::fromLocal8Bit(argv[i]).split(':');
+    if (parts.size() < 2) {
+      std::fprintf(stderr, "usage: inspector_open [MODEL:PARALLEL[:LAYERS]]...\n");
+      return 2;
+    }
+    cases.push_back(
+        {parts[0].toStdString(), parts[1].toStdString(), parts.size() > 2 ? parts[2].toInt() : 0});
+  }
+  if (cases.empty())
+    cases = {{"llama3-405b", "dp=2,tp=8,pp=8,mb=2", 0}, {"llama3-405b", "dp=1,tp=8,pp=16,mb=2", 0}};
+
+  std::printf("%-36s %7s %8s %9s %8s %10s %13s %11s %11s %9s\n", "plan", "layers", "ops", "devices", "gen s",
+              "hier ms", "open->view ms", "expand-L ms", "expand-P ms", "stall ms");
+  for (const Case& c : cases) {
+    const models::ModelConfig* model = models::findModel(c.model);
+    if (!model) {
+      std::fprintf(stderr, "unknown model %s\n", c.model.c_str());
+      return 2;
+    }
+    parallel::GenerateOptions options;
+    options.layers = c.layers;
+    const auto g0 = std::chrono::steady_clock::now();
+    Plan plan;
+    try {
+      plan = parallel::generatePlan(*model, parallel::parseParallel(c.parallel), options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s %s: %s\n", c.model.c_str(), c.parallel.c_str(), e.what());
+      continue;
+    }
+    const double genS = std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
+    size_t ops = plan.logical.ops.size();
+    for (const Device& d : plan.devices)
+      ops += d.graph.ops.size();
+
+    {
+      // Where the hierarchy time goes, without a window.
+      QElapsedTimer t;
+      t.start();
+      GraphModel logical = GraphModel::logical(plan);
+      const double logicalMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      t.restart();
+      GraphModel parallelModel = GraphModel::parallel(plan, {});
+      const double parallelMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      t.restart();
+      LineageIndex lineage(logical, parallelModel);
+      const double lineageMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+      std::printf(
+          "%-36s hierarchy: logical %.0f ms (%d nodes), parallel %.0f ms (%d nodes), lineage %.0f ms\n", "",
+          logicalMs, logical.size(), parallelMs, parallelModel.size(), lineageMs);
+    }
+    StallMeter stall;
+    std::vector<double> hier, overview, expandL, expandP, stalls, dotL;
+    int nodesL = 0, identical = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      // A fresh window each time: its layout thread has not seen (and cached) this plan's layouts.
+      MainWindow w;
+      w.resize(1600, 1000);
+      w.show();
+      Sample s = openOnce(w, plan, stall);
+      hier.push_back(s.hierarchyMs);
+      overview.push_back(s.overviewMs);
+      expandL.push_back(s.expandLogicalMs);
+      expandP.push_back(s.expandParallelMs);
+      stalls.push_back(s.stallMs);
+      dotL.push_back(s.expandLogicalDotMs);
+      nodesL = s.expandLogicalNodes;
+      identical = s.identicalLayers;
+    }
+    const std::string name = c.model + " " + c.parallel;
+    std::printf("%-36s %7d %8zu %9zu %8.1f %10.0f %13.0f %11.0f %11.0f %9.0f\n", name.c_str(),
+                c.layers ? c.layers : model->layers, ops, plan.devices.size(), genS, median(hier),
+                median(overview), median(expandL), median(expandP), median(stalls));
+    std::printf(
+        "%-36s expanded logical view: %d nodes, Graphviz %.0f ms; layers.1 is one of %d identical groups\n",
+        "", nodesL, median(dotL), identical);
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,85 @@
+// The layout thread: a job with the same structure as an earlier one (other ids, same sizes, nesting and
+// edges) reuses the earlier Graphviz result; a different structure is laid out afresh.
+#include "inspector_test_support.h"
+#include "ui/layout_worker.h"
+
+using namespace paraproof;
+using namespace paraproof::ui;
+using namespace paraproof::ui::testing;
+
+class TestInspectorLayout : public QObject {
+  Q_OBJECT
+
+  // a -> b -> c inside one cluster, plus a -> c; node ids start at `base`.
+  static LayoutJob chain(LayoutWorker& worker, int base) {
+    LayoutJob job;
+    job.id = worker.nextJobId();
+    job.clusters.push_back({base + 100, -1, QStringLiteral("layers.%1").arg(base)});
+    for (int i = 0; i < 3; ++i)
+      job.nodes.push_back({base + i, 96, 38, i == 2 ? -1 : 0});
+    job.edges = {{base, base + 1, 1}, {base + 1, base + 2, 1}, {base, base + 2, 1}};
+    return job;
+  }
+
+  static LayoutResult run(LayoutWorker& worker, LayoutJob job) {
+    QSignalSpy done(&worker, &LayoutWorker::finished);
+    const uint64_t id = job.id;
+    worker.submit(std::move(job));
+    while (done.isEmpty() || done.last().at(0).value<LayoutResult>().id != id)
+      if (!done.wait(10000)) return {};
+    return done.last().at(0).value<LayoutResult>();
+  }
+
+ private slots:
+  void initTestCase() { isolateSettings(); }
+
+  void identicalStructureReusesTheLayout() {
+    LayoutWorker worker;
+    const LayoutResult first = run(worker, chain(worker, 0));
+    QVERIFY(first.error.isEmpty());
+    QVERIFY(!first.reused);
+    QCOMPARE(first.nodes.size(), size_t(3));
+
+    // Same shape, other ids (layers.1 instead of layers.0): the same drawing, under the new ids.
+    const LayoutResult second = run(worker, chain(worker, 10));
+    QVERIFY(second.reused);
+    QCOMPARE(second.nodes.size(), first.nodes.size());
+    for (size_t i = 0; i < first.nodes.size(); ++i) {
+      QCOMPARE(second.nodes[i].id, first.nodes[i].id + 10);
+      QCOMPARE(second.nodes[i].x, first.nodes[i].x);
+      QCOMPARE(second.nodes[i].y, first.nodes[i].y);
+    }
+    QCOMPARE(second.clusters.front().id, 110);
+    QCOMPARE(second.edges.front().from, first.edges.front().from + 10);
+
+    // One edge different: laid out again.
+    LayoutJob rewired = chain(worker, 20);
+    rewired.edges.back() = {21, 20, 1};
+    QVERIFY(!run(worker, std::move(rewired)).reused);
+    // A node of another size: laid out again.
+    LayoutJob wider = chain(worker, 30);
+    wider.nodes[1].width = 200;
+    QVERIFY(!run(worker, std::move(wider)).reused);
+  }
+
+  void switchingToAnIdenticalDeviceReusesTheLayout() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
+    w.setParallelSelection({ParallelSelection::Mode::Device, 0});
+    w.parallelView()->expandAll();
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(!w.parallelView()->lastLayoutReused());
+    // The two tensor-parallel ranks run the same program on different shards.
+    w.setParallelSelection({ParallelSelection::Mode::Device, 1});
+    w.parallelView()->expandAll();
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(w.parallelView()->lastLayoutReused());
+    QVERIFY(w.parallelView()->visibleNodeCount() > 5);
+    saveScreenshot(w, "inspector-layout-reused");
+  }
+};
+
+QTEST_MAIN(TestInspectorLayout)
+#include "test_inspector_layout.moc"
