@@ -72,6 +72,16 @@ class TestGenVerify : public QObject {
                                              << "dp=2,tp=2,zero=3" << 2;
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 zero2") << "llama3-8b"
                                                      << "dp=2,tp=2,pp=2,mb=2,zero=2" << 4;
+    // DeepSeek MLA: low-rank kv (and, for dsv3-236b, q) projections replicated over tp, heads sharded, the
+    // shared rope key's gradient summed over heads and all-reduced over tp (FFN dense until MoE lands).
+    QTest::newRow("dsv3-16b mla plain") << "dsv3-16b"
+                                        << "dp=1" << 2;
+    QTest::newRow("dsv3-16b mla tp2") << "dsv3-16b"
+                                      << "tp=2" << 2;
+    QTest::newRow("dsv3-16b mla dp2 tp2 pp2 mb2") << "dsv3-16b"
+                                                  << "dp=2,tp=2,pp=2,mb=2" << 2;
+    QTest::newRow("dsv3-236b mla q_lora tp2") << "dsv3-236b"
+                                              << "tp=2" << 2;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);
