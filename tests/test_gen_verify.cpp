@@ -5,6 +5,7 @@
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "core/parallel/plan_edit.h"
 #include "core/verify/verify.h"
 
 using namespace paraproof;
@@ -132,6 +133,19 @@ class TestGenVerify : public QObject {
             localised = true;
     }
     QVERIFY2(localised, (inj.dump() + "\n" + summary(r)).c_str());
+  }
+
+  // MLA under tp: the replicated kv down-projection's backward needs the tp sum of the head-sharded
+  // up-projection's input gradient; without that all-reduce each rank trains wkv_a with its heads' share.
+  void mlaReplicatedGradientNeedsTheTpReduction() {
+    Plan p = makePlan("dsv3-16b", "tp=2", 2);
+    for (Device& d : p.devices) {
+      Op& ar = opById(d, "layers.1.attention.kv_a_norm.out.grad/ar");
+      ar.kind = "identity";
+      ar.attrs = Json::object();
+    }
+    const verify::Report r = run(p);
+    QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
   }
 
   void llama3_8bFullDepthReferencePlanIsEquivalent() {
