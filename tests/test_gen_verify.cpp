@@ -5,6 +5,7 @@
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "core/parallel/plan_edit.h"
 #include "core/verify/verify.h"
 
 using namespace paraproof;
@@ -72,6 +73,16 @@ class TestGenVerify : public QObject {
                                              << "dp=2,tp=2,zero=3" << 2;
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 zero2") << "llama3-8b"
                                                      << "dp=2,tp=2,pp=2,mb=2,zero=2" << 4;
+    // DeepSeek MLA: low-rank kv (and, for dsv3-236b, q) projections replicated over tp, heads sharded, the
+    // shared rope key's gradient summed over heads and all-reduced over tp (FFN dense until MoE lands).
+    QTest::newRow("dsv3-16b mla plain") << "dsv3-16b"
+                                        << "dp=1" << 2;
+    QTest::newRow("dsv3-16b mla tp2") << "dsv3-16b"
+                                      << "tp=2" << 2;
+    QTest::newRow("dsv3-16b mla dp2 tp2 pp2 mb2") << "dsv3-16b"
+                                                  << "dp=2,tp=2,pp=2,mb=2" << 2;
+    QTest::newRow("dsv3-236b mla q_lora tp2") << "dsv3-236b"
+                                              << "tp=2" << 2;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);
@@ -122,6 +133,19 @@ class TestGenVerify : public QObject {
             localised = true;
     }
     QVERIFY2(localised, (inj.dump() + "\n" + summary(r)).c_str());
+  }
+
+  // MLA under tp: the replicated kv down-projection's backward needs the tp sum of the head-sharded
+  // up-projection's input gradient; without that all-reduce each rank trains wkv_a with its heads' share.
+  void mlaReplicatedGradientNeedsTheTpReduction() {
+    Plan p = makePlan("dsv3-16b", "tp=2", 2);
+    for (Device& d : p.devices) {
+      Op& ar = opById(d, "layers.1.attention.kv_a_norm.out.grad/ar");
+      ar.kind = "identity";
+      ar.attrs = Json::object();
+    }
+    const verify::Report r = run(p);
+    QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
   }
 
   void llama3_8bFullDepthReferencePlanIsEquivalent() {

@@ -47,6 +47,10 @@ class TestGenerator : public QObject {
     for (const char* m : {"mlp", "gpt-tiny"})
       for (const char* p : {"dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3", "dp=2,tp=2,pp=2,mb=2,zero=3"})
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    // DeepSeek MLA.
+    for (const char* m : {"dsv3-16b", "dsv3-236b"})
+      for (const char* p : {"dp=1", "dp=2,tp=2,pp=2,mb=2", "dp=2,tp=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -68,6 +72,49 @@ class TestGenerator : public QObject {
     // 2 layers x 9 + embed + norm parameters (the output head is tied to the embedding), each with weight,
     // m and v outputs.
     QCOMPARE(static_cast<int>(g.outputs.size()), 1 + 3 * (2 * 9 + 2));
+  }
+
+  // MLA: low-rank kv projection [kvLora + qkRope, H] and kv up-projection; no q compression on dsv3-16b,
+  // q_lora on dsv3-236b; the rope tables cover only the decoupled rope part; the shared rope key reaches all
+  // heads through a broadcast whose backward is a sum over heads.
+  void deepSeekLayerHasTheMlaStructure() {
+    const models::ModelConfig& cfg = *models::findModel("dsv3-16b");
+    Plan p = generate("dsv3-16b", "dp=1", 2);
+    const Graph& g = p.logical;
+    auto shapeOf = [&](const std::string& v) {
+      const ValueId id = g.findValue(v);
+      if (id == kNone) throw std::runtime_error("no value " + v);
+      return g.values[id].type.shape;
+    };
+    QCOMPARE(shapeOf("layers.0.attention.wkv_a.weight"), (Shape{512 + 64, cfg.hidden}));
+    QCOMPARE(shapeOf("layers.0.attention.wkv_b.weight"), (Shape{16 * (128 + 128), 512}));
+    QCOMPARE(shapeOf("layers.0.attention.wq.weight"), (Shape{16 * (128 + 64), cfg.hidden}));
+    QCOMPARE(shapeOf("layers.0.attention.wo.weight"), (Shape{cfg.hidden, 16 * 128}));
+    QCOMPARE(shapeOf("layers.0.attention.kv_a_norm.weight"), (Shape{512}));
+    QCOMPARE(shapeOf("rope.cos"), (Shape{8, 64}));
+    QVERIFY(g.findValue("layers.0.attention.wq_a.weight") == kNone);
+    QVERIFY(g.findValue("layers.0.attention.wk.weight") == kNone);
+    const OpId core = g.findOp("layers.0.attention.core.out");
+    QCOMPARE(g.ops[core].kind, std::string("attention"));
+    QCOMPARE(g.values[g.ops[core].inputs[0]].type.shape, (Shape{2, 8, 16, 192}));  // q: nope + rope
+    QCOMPARE(g.values[g.ops[core].inputs[2]].type.shape, (Shape{2, 8, 16, 128}));  // v
+    QCOMPARE(g.ops[g.findOp("layers.0.attention.k_pe_heads")].kind, std::string("broadcast_to"));
+    QCOMPARE(g.ops[g.findOp("layers.0.attention.k_pe_rot.grad")].kind, std::string("sum"));
+
+    Plan q = generate("dsv3-236b", "dp=1", 2);
+    QVERIFY(q.logical.findValue("layers.0.attention.wq_a.weight") != kNone);
+    QVERIFY(q.logical.findValue("layers.0.attention.q_a_norm.weight") != kNone);
+    QVERIFY(q.logical.findValue("layers.0.attention.wq.weight") == kNone);
+
+    // Under tp the down-projections are replicated, the up-projections sharded over heads.
+    Plan tp = generate("dsv3-16b", "tp=2", 2);
+    const Device& d = tp.devices[1];
+    QVERIFY(!d.lineage.at(d.graph.findValue("layers.0.attention.wkv_a.weight")).box.ranges.empty());
+    QCOMPARE(d.graph.values[d.graph.findValue("layers.0.attention.wkv_a.weight")].type.shape,
+             (Shape{576, cfg.hidden}));
+    QCOMPARE(d.lineage.at(d.graph.findValue("layers.0.attention.wkv_b.weight")).box.ranges.at(0),
+             (std::pair<int64_t, int64_t>{8 * 256, 16 * 256}));
+    QVERIFY(d.graph.findOp("layers.0.attention.k_pe_rot.grad/ar") != kNone);
   }
 
   // GPT-2 style tying: one logical parameter read by the embedding and the output projection, its gradient
@@ -157,6 +204,9 @@ class TestGenerator : public QObject {
     QTest::newRow("zero stage") << "mlp"
                                 << "zero=4"
                                 << "ZeRO stage";
+    QTest::newRow("mla heads vs tp") << "dsv3-16b"
+                                     << "tp=32"
+                                     << "does not divide";
     QTest::newRow("zero shard") << "mlp"
                                 << "dp=3,zero=1"
                                 << "not divisible by the data-parallel group";

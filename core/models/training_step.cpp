@@ -32,6 +32,7 @@ std::vector<ParamInfo> TrainingStep::params(int block) const {
 }
 
 std::vector<ParamInfo> TrainingStep::attentionParams(int layer) const {
+  if (cfg_.family == Family::DeepSeek) return mlaParams(layer);
   const int64_t h = cfg_.hidden, d = cfg_.headDim();
   const std::string l = "layers." + std::to_string(layer);
   std::vector<ParamInfo> ps;
@@ -252,7 +253,8 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
   }
   const bool hasLayers = firstBlock <= shape_.layers && lastBlock >= 1;
   if (hasLayers && cfg_.family != Family::Mlp) {
-    const int64_t d = cfg_.headDim();
+    // MLA rotates only the decoupled rope part of queries and keys.
+    const int64_t d = cfg_.family == Family::DeepSeek ? cfg_.mla.qkRope : cfg_.headDim();
     global_["rope.cos"] = em_.input(Layout::full("rope.cos", {shape_.seq, d}));
     global_["rope.sin"] = em_.input(Layout::full("rope.sin", {shape_.seq, d}));
     global_["rope.positions"] = em_.op("iota", {}, {{"n", shape_.seq}, {"dtype", "i64"}}, "rope",
@@ -292,7 +294,10 @@ void TrainingStep::forward(int block) {
   else if (cfg_.family == Family::Mlp)
     mlpLayerForward(block - 1);
   else {
-    attentionForward(block - 1);
+    if (cfg_.family == Family::DeepSeek)
+      mlaForward(block - 1);
+    else
+      attentionForward(block - 1);
     swigluForward(block - 1);
   }
 }
@@ -306,7 +311,10 @@ void TrainingStep::backward(int block) {
     mlpLayerBackward(block - 1);
   else {
     swigluBackward(block - 1);
-    attentionBackward(block - 1);
+    if (cfg_.family == Family::DeepSeek)
+      mlaBackward(block - 1);
+    else
+      attentionBackward(block - 1);
   }
 }
 

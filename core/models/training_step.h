@@ -98,6 +98,10 @@ class TrainingStep {
   std::vector<ParamInfo> ffnParams(int layer) const;
   void attentionForward(int layer);  // GQA (Llama)
   void attentionBackward(int layer);
+  // DeepSeek multi-head latent attention (mla_blocks.cpp); the same sublayer contract as attentionForward.
+  std::vector<ParamInfo> mlaParams(int layer) const;
+  void mlaForward(int layer);
+  void mlaBackward(int layer);
   void swigluForward(int layer);  // dense SwiGLU MLP
   void swigluBackward(int layer);
   void mlpLayerForward(int layer);

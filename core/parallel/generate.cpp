@@ -99,8 +99,8 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(s.cp == 1, "cp (context parallel) is not supported by the generator yet");
   require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
   require(!s.sp, "sp (sequence parallel) is not supported by the generator yet");
-  require(m.family != Family::DeepSeek,
-          m.name + ": DeepSeek (MLA/MoE) models are not supported by the generator yet");
+  if (m.family == Family::DeepSeek)
+    require(!s.sp && s.cp == 1, m.name + ": MLA attention does not support sp or cp yet");
   require(shape.layers >= 1, "the model needs at least one layer");
   require(s.pp <= shape.layers, "pp=" + std::to_string(s.pp) + " exceeds the number of layers (" +
                                     std::to_string(shape.layers) + "): every pipeline stage needs a layer");
