@@ -51,6 +51,12 @@ class TestGenerator : public QObject {
     for (const char* m : {"dsv3-16b", "dsv3-236b"})
       for (const char* p : {"dp=1", "dp=2,tp=2,pp=2,mb=2", "dp=2,tp=2,zero=3"})
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    // Sequence parallel and kv replication (gpt-tiny has 2 kv heads).
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"tp=2,sp", "dp=2,tp=2,pp=2,mb=2,sp", "dp=2,tp=2,pp=2,mb=2,zero=3,sp"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    for (const char* p : {"tp=4", "dp=2,tp=4,pp=2,mb=2,sp", "dp=2,tp=4,zero=2"})
+      QTest::newRow((std::string("gpt-tiny ") + p).c_str()) << "gpt-tiny" << QString(p) << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -159,6 +165,51 @@ class TestGenerator : public QObject {
     const Lineage& m = d.lineage.at(d.graph.findValue("layers.0.mlp.w2.weight.m"));
     QCOMPARE(m.box.ranges.at(0), (std::pair<int64_t, int64_t>{32, 64}));  // w2 is tp-sharded on dim 1
     QCOMPARE(m.box.ranges.at(1), (std::pair<int64_t, int64_t>{64, 128}));
+  }
+
+  // Sequence parallelism over a tp group of one rank is the plain plan.
+  void sequenceParallelWithoutTpIsThePlainPlan() {
+    Plan plain = generate("gpt-tiny", "dp=2"), sp = generate("gpt-tiny", "dp=2,sp");
+    for (size_t i = 0; i < plain.devices.size(); ++i)
+      QCOMPARE(planToJson(sp).at("devices").at(i), planToJson(plain).at("devices").at(i));
+  }
+
+  // Under sp the hidden state between layers is the rank's sequence shard; the norm output is all-gathered
+  // before the column-parallel projections, and the norm weight's gradient is all-reduced over tp.
+  void sequenceParallelShardsHiddenStatesAlongTheSequence() {
+    Plan p = generate("gpt-tiny", "tp=2,sp");
+    const Device& d = p.devices[1];
+    const Lineage& h = d.lineage.at(d.graph.findValue("layers.0.out"));
+    QCOMPARE(h.box.ranges.at(1), (std::pair<int64_t, int64_t>{4, 8}));  // seq 8, tp rank 1: positions 4..8
+    const OpId ag = d.graph.findOp("layers.0.ffn_norm.out/ag");
+    QVERIFY(ag != kNone);
+    QCOMPARE(d.graph.ops[ag].attrs.at("dim"), Json(1));
+    QVERIFY(d.graph.findOp("layers.0.mlp.w2.out/rs") != kNone);
+    const OpId ar = d.graph.findOp("layers.0.ffn_norm.weight.grad/ar");
+    QVERIFY(ar != kNone);
+    QCOMPARE(d.graph.ops[ar].attrs.at("group"), Json({0, 1}));
+  }
+
+  // tp=4 over gpt-tiny's 2 kv heads: ranks 2 and 3 hold kv head 1 and sum their wk gradients.
+  void kvHeadsAreReplicatedWhenTpExceedsThem() {
+    Plan p = generate("gpt-tiny", "tp=4");
+    const Device& d = p.devices[3];
+    const Lineage& wk = d.lineage.at(d.graph.findValue("layers.0.attention.wk.weight"));
+    QCOMPARE(wk.box.ranges.at(0), (std::pair<int64_t, int64_t>{16, 32}));  // head_dim 16, head 1
+    const OpId ar = d.graph.findOp("layers.0.attention.wk.weight.grad/ar");
+    QVERIFY(ar != kNone);
+    QCOMPARE(d.graph.ops[ar].attrs.at("group"), Json({2, 3}));
+  }
+
+  void sequenceLengthMustBeDivisibleUnderSp() {
+    parallel::GenerateOptions o;
+    o.seq = 6;
+    try {
+      generatePlan(*models::findModel("gpt-tiny"), parseParallel("tp=4,sp"), o);
+      QFAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).contains("sequence length"), e.what());
+    }
   }
 
   void deviceOpsCarryOriginAndScope() {

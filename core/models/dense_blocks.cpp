@@ -1,5 +1,7 @@
 // Embedding, dense transformer / MLP layers and the output head, forward and backward, under tensor
-// parallelism (Megatron column/row linears, head-sharded attention, vocab-parallel embedding and loss).
+// parallelism (Megatron column/row linears, head-sharded attention, vocab-parallel embedding and loss) and
+// sequence parallelism (sp_blocks.cpp: gatherSeq before column-parallel blocks, reduceRowOutput after
+// row-parallel linears; hidden states, norms and residuals on sequence shards).
 #include <cmath>
 
 #include "core/models/training_step.h"
@@ -36,13 +38,14 @@ void TrainingStep::linearDw(const std::string& scope, const Val& dy, const Val& 
 void TrainingStep::embeddingForward() {
   const int64_t shard = cfg_.vocab / ctx_.deg().tp;
   Val e = em_.op("embedding", {get("tokens"), get("embed.weight")}, {{"start", ctx_.at().tp * shard}},
-                 "embed", partial(hiddenLayout(0), ctx_));
-  put(em_.allReduce(e, ctx_.group(Axis::TP), "sum", "embed"));
+                 "embed", partial(act(hiddenName(0), {shape_.batch, shape_.seq, cfg_.hidden}), ctx_));
+  put(reduceRowOutput(e, "embed"));
 }
 
 void TrainingStep::embeddingBackward() {
   const int64_t shard = cfg_.vocab / ctx_.deg().tp;
-  addGrad("embed.weight", em_.op("embedding_backward", {get("tokens"), get("embed.out.grad")},
+  const Val dy = gatherSeq(get("embed.out.grad"), "embed");
+  addGrad("embed.weight", em_.op("embedding_backward", {get("tokens"), dy},
                                  {{"num_embeddings", shard}, {"start", ctx_.at().tp * shard}}, "embed",
                                  gradUse("embed.weight", "embed")));
 }
@@ -51,12 +54,15 @@ void TrainingStep::mlpLayerForward(int l) {
   const std::string s = "layers." + std::to_string(l);
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
   const Val x = get(hiddenName(l));
+  // Under sp the full-sequence copy replaces the shard in the environment: backward needs only it (fc1.dW).
+  const Val xf = gatherSeq(x, s + ".mlp.fc1");
+  put(xf);
   Val g =
-      linear(s + ".mlp.fc1", x, s + ".mlp.fc1.weight", sharded(act(s + ".mlp.fc1.out", {B, S, F}), 2, ctx_));
+      linear(s + ".mlp.fc1", xf, s + ".mlp.fc1.weight", sharded(act(s + ".mlp.fc1.out", {B, S, F}), 2, ctx_));
   Val a = em_.op("gelu", {g}, {{"approximate", "tanh"}}, s + ".mlp.act",
                  sharded(act(s + ".mlp.act", {B, S, F}), 2, ctx_));
   Val f = linear(s + ".mlp.fc2", a, s + ".mlp.fc2.weight", partial(act(s + ".mlp.fc2.out", {B, S, H}), ctx_));
-  f = em_.allReduce(f, ctx_.group(Axis::TP), "sum", s + ".mlp.fc2");
+  f = reduceRowOutput(f, s + ".mlp.fc2");
   for (const Val& v : {g, a})
     put(v);
   put(em_.op("add", {x, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
@@ -66,14 +72,15 @@ void TrainingStep::mlpLayerBackward(int l) {
   const std::string s = "layers." + std::to_string(l);
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
   const Val dy = get(hiddenName(l + 1) + ".grad");
-  Val da = linearDx(s + ".mlp.fc2", dy, s + ".mlp.fc2.weight",
+  const Val dyf = gatherSeq(dy, s + ".mlp.fc2");
+  Val da = linearDx(s + ".mlp.fc2", dyf, s + ".mlp.fc2.weight",
                     sharded(act(s + ".mlp.act.grad", {B, S, F}), 2, ctx_));
-  linearDw(s + ".mlp.fc2", dy, get(s + ".mlp.act"), s + ".mlp.fc2.weight");
+  linearDw(s + ".mlp.fc2", dyf, get(s + ".mlp.act"), s + ".mlp.fc2.weight");
   Val dg = em_.op("gelu_backward", {get(s + ".mlp.fc1.out"), da}, {{"approximate", "tanh"}}, s + ".mlp.act",
                   sharded(act(s + ".mlp.fc1.out.grad", {B, S, F}), 2, ctx_));
   Val dx =
       linearDx(s + ".mlp.fc1", dg, s + ".mlp.fc1.weight", partial(act(s + ".mlp.fc1.dx", {B, S, H}), ctx_));
-  dx = em_.allReduce(dx, ctx_.group(Axis::TP), "sum", s + ".mlp.fc1");
+  dx = reduceRowOutput(dx, s + ".mlp.fc1");
   linearDw(s + ".mlp.fc1", dg, get(hiddenName(l)), s + ".mlp.fc1.weight");
   put(em_.op("add", {dy, dx}, {}, s + ".mlp.residual", hiddenGradLayout(l)));
 }
@@ -87,28 +94,32 @@ void TrainingStep::attentionForward(int l) {
   const Val &cos = get("rope.cos"), &sin = get("rope.sin"), &pos = get("rope.positions");
 
   Val n1 = em_.op("rmsnorm", {x, get(s + ".attention_norm.weight")}, eps, s + ".attention_norm",
-                  act(s + ".attention_norm.out", {B, S, H}));
+                  seqAct(s + ".attention_norm.out", {B, S, H}));
+  n1 = gatherSeq(n1, s + ".attention_norm");
   put(n1);
-  auto project = [&](const std::string& w, const std::string& name, int64_t heads) {
+  // Query heads are sharded over tp; kv heads too, or replicated when tp exceeds them (kvSharded).
+  auto heads = [&](Layout l, bool kv) {
+    return kv ? kvSharded(std::move(l), 2) : sharded(std::move(l), 2, ctx_);
+  };
+  auto project = [&](const std::string& w, const std::string& name, int64_t n, bool kv) {
     Val p = linear(at + "." + w, n1, at + "." + w + ".weight",
-                   sharded(act(at + "." + w + ".out", {B, S, heads * d}), 2, ctx_));
+                   heads(act(at + "." + w + ".out", {B, S, n * d}), kv));
     put(p);
-    Layout l4 = sharded(act(at + "." + name, {B, S, heads, d}), 2, ctx_);
+    Layout l4 = heads(act(at + "." + name, {B, S, n, d}), kv);
     return em_.op("reshape", {p}, reshapeTo(l4), at + "." + w, l4);
   };
-  Val q = project("wq", "q", nh), k = project("wk", "k", nkv), v = project("wv", "v", nkv);
+  Val q = project("wq", "q", nh, false), k = project("wk", "k", nkv, true), v = project("wv", "v", nkv, true);
   Val qr =
       em_.op("rope", {q, cos, sin}, {}, at + ".rope", sharded(act(at + ".q_rot", {B, S, nh, d}), 2, ctx_));
-  Val kr =
-      em_.op("rope", {k, cos, sin}, {}, at + ".rope", sharded(act(at + ".k_rot", {B, S, nkv, d}), 2, ctx_));
+  Val kr = em_.op("rope", {k, cos, sin}, {}, at + ".rope", kvSharded(act(at + ".k_rot", {B, S, nkv, d}), 2));
   const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
   Val o = em_.op("attention", {qr, kr, v, pos, pos}, attn, at + ".core",
                  sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_));
   Layout ctxLay = sharded(act(at + ".context", {B, S, nh * d}), 2, ctx_);
   Val c = em_.op("reshape", {o}, reshapeTo(ctxLay), at + ".core", ctxLay);
   Val a = linear(at + ".wo", c, at + ".wo.weight", partial(act(at + ".wo.out", {B, S, H}), ctx_));
-  a = em_.allReduce(a, ctx_.group(Axis::TP), "sum", at + ".wo");
-  Val h1 = em_.op("add", {x, a}, {}, at + ".residual", act(at + ".residual", {B, S, H}));
+  a = reduceRowOutput(a, at + ".wo");
+  Val h1 = em_.op("add", {x, a}, {}, at + ".residual", seqAct(at + ".residual", {B, S, H}));
   for (const Val& t : {v, qr, kr, c, h1})
     put(t);
 }
@@ -119,7 +130,8 @@ void TrainingStep::swigluForward(int l) {
   const Json eps = {{"eps", cfg_.normEps}};
   const Val h1 = get(s + ".attention.residual");
   Val n2 = em_.op("rmsnorm", {h1, get(s + ".ffn_norm.weight")}, eps, s + ".ffn_norm",
-                  act(s + ".ffn_norm.out", {B, S, H}));
+                  seqAct(s + ".ffn_norm.out", {B, S, H}));
+  n2 = gatherSeq(n2, s + ".ffn_norm");
   Val g =
       linear(s + ".mlp.w1", n2, s + ".mlp.w1.weight", sharded(act(s + ".mlp.w1.out", {B, S, F}), 2, ctx_));
   Val u =
@@ -127,7 +139,7 @@ void TrainingStep::swigluForward(int l) {
   Val ac = em_.op("silu", {g}, {}, s + ".mlp.act", sharded(act(s + ".mlp.act", {B, S, F}), 2, ctx_));
   Val m = em_.op("mul", {ac, u}, {}, s + ".mlp.gate", sharded(act(s + ".mlp.gate", {B, S, F}), 2, ctx_));
   Val f = linear(s + ".mlp.w2", m, s + ".mlp.w2.weight", partial(act(s + ".mlp.w2.out", {B, S, H}), ctx_));
-  f = em_.allReduce(f, ctx_.group(Axis::TP), "sum", s + ".mlp.w2");
+  f = reduceRowOutput(f, s + ".mlp.w2");
   for (const Val& t : {n2, g, u, ac, m})
     put(t);
   put(em_.op("add", {h1, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
@@ -137,13 +149,13 @@ void TrainingStep::swigluBackward(int l) {
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, F = cfg_.ffn;
   const Json eps = {{"eps", cfg_.normEps}};
-  const Axis tp = Axis::TP;
   const Val dy = get(hiddenName(l + 1) + ".grad");
+  const Val dyf = gatherSeq(dy, s + ".mlp.w2");
 
   // SwiGLU MLP
-  Val dm = linearDx(s + ".mlp.w2", dy, s + ".mlp.w2.weight",
+  Val dm = linearDx(s + ".mlp.w2", dyf, s + ".mlp.w2.weight",
                     sharded(act(s + ".mlp.gate.grad", {B, S, F}), 2, ctx_));
-  linearDw(s + ".mlp.w2", dy, get(s + ".mlp.gate"), s + ".mlp.w2.weight");
+  linearDw(s + ".mlp.w2", dyf, get(s + ".mlp.gate"), s + ".mlp.w2.weight");
   Val dac = em_.op("mul", {dm, get(s + ".mlp.w3.out")}, {}, s + ".mlp.gate",
                    sharded(act(s + ".mlp.act.grad", {B, S, F}), 2, ctx_));
   Val du = em_.op("mul", {dm, get(s + ".mlp.act")}, {}, s + ".mlp.gate",
@@ -156,14 +168,14 @@ void TrainingStep::swigluBackward(int l) {
       linearDx(s + ".mlp.w3", du, s + ".mlp.w3.weight", partial(act(s + ".mlp.w3.dx", {B, S, H}), ctx_));
   Val dn2 =
       em_.op("add", {dng, dnu}, {}, s + ".ffn_norm", partial(act(s + ".ffn_norm.out.grad", {B, S, H}), ctx_));
-  dn2 = em_.allReduce(dn2, ctx_.group(tp), "sum", s + ".ffn_norm");
+  dn2 = reduceRowOutput(dn2, s + ".ffn_norm");
   linearDw(s + ".mlp.w1", dg, get(s + ".ffn_norm.out"), s + ".mlp.w1.weight");
   linearDw(s + ".mlp.w3", du, get(s + ".ffn_norm.out"), s + ".mlp.w3.weight");
-  std::vector<Val> nb =
-      em_.opN("rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps,
-              s + ".ffn_norm", {act(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
+  std::vector<Val> nb = em_.opN(
+      "rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps, s + ".ffn_norm",
+      {seqAct(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
   addGrad(s + ".ffn_norm.weight", nb[1]);
-  put(em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", act(at + ".residual.grad", {B, S, H})));
+  put(em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", seqAct(at + ".residual.grad", {B, S, H})));
 }
 
 void TrainingStep::attentionBackward(int l) {
@@ -171,32 +183,37 @@ void TrainingStep::attentionBackward(int l) {
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim();
   const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
   const Json eps = {{"eps", cfg_.normEps}};
-  const Axis tp = Axis::TP;
   const Val dh1 = get(at + ".residual.grad");
-  Val dc = linearDx(at + ".wo", dh1, at + ".wo.weight",
+  const Val dh1f = gatherSeq(dh1, at + ".wo");
+  Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
                     sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
-  linearDw(at + ".wo", dh1, get(at + ".context"), at + ".wo.weight");
+  linearDw(at + ".wo", dh1f, get(at + ".context"), at + ".wo.weight");
   Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, d}), 2, ctx_);
   Val dout = em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4);
   const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
   const Val& pos = get("rope.positions");
+  // A replicated kv head's gradient on one rank is only its own query heads' share: part of r (kvGrad).
+  const int r = kvReplicas();
+  auto kvGrad = [&](const std::string& name, Shape shape) {
+    return kvSharded(act(name, std::move(shape)), 2).partial(ctx_.at().tp % r, r);
+  };
   std::vector<Val> dqkv =
       em_.opN("attention_backward", {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos, dout},
               attn, at + ".core",
               {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
-               sharded(act(at + ".k_rot.grad", {B, S, nkv, d}), 2, ctx_),
-               sharded(act(at + ".v.grad", {B, S, nkv, d}), 2, ctx_)});
+               kvGrad(at + ".k_rot.grad", {B, S, nkv, d}), kvGrad(at + ".v.grad", {B, S, nkv, d})});
   const Val &cos = get("rope.cos"), &sin = get("rope.sin");
   Val dq = em_.op("rope_backward", {dqkv[0], cos, sin}, {}, at + ".rope",
                   sharded(act(at + ".q.grad", {B, S, nh, d}), 2, ctx_));
-  Val dk = em_.op("rope_backward", {dqkv[1], cos, sin}, {}, at + ".rope",
-                  sharded(act(at + ".k.grad", {B, S, nkv, d}), 2, ctx_));
+  Val dk =
+      em_.op("rope_backward", {dqkv[1], cos, sin}, {}, at + ".rope", kvGrad(at + ".k.grad", {B, S, nkv, d}));
   Val dn1 = Val{};
   const Val n1 = get(s + ".attention_norm.out");
   for (auto [w, dh, heads] :
        {std::tuple{"wq", dq, nh}, std::tuple{"wk", dk, nkv}, std::tuple{"wv", dqkv[2], nkv}}) {
     const std::string ws = at + "." + w;
-    Layout flat = sharded(act(ws + ".out.grad", {B, S, heads * d}), 2, ctx_);
+    Layout flat = std::string(w) == "wq" ? sharded(act(ws + ".out.grad", {B, S, heads * d}), 2, ctx_)
+                                         : kvGrad(ws + ".out.grad", {B, S, heads * d});
     Val dp = em_.op("reshape", {dh}, reshapeTo(flat), ws, flat);
     Val dx = linearDx(ws, dp, ws + ".weight", partial(act(ws + ".dx", {B, S, H}), ctx_));
     linearDw(ws, dp, n1, ws + ".weight");
@@ -205,11 +222,11 @@ void TrainingStep::attentionBackward(int l) {
               ? em_.op("add", {dn1, dx}, {}, s + ".attention_norm", partial(act(sum, {B, S, H}), ctx_))
               : dx;
   }
-  dn1 = em_.allReduce(dn1, ctx_.group(tp), "sum", s + ".attention_norm");
+  dn1 = reduceRowOutput(dn1, s + ".attention_norm");
   std::vector<Val> na =
       em_.opN("rmsnorm_backward", {get(hiddenName(l)), get(s + ".attention_norm.weight"), dn1}, eps,
               s + ".attention_norm",
-              {act(s + ".attention_norm.dx", {B, S, H}), grad(paramInfo(s + ".attention_norm.weight"))});
+              {seqAct(s + ".attention_norm.dx", {B, S, H}), grad(paramInfo(s + ".attention_norm.weight"))});
   addGrad(s + ".attention_norm.weight", na[1]);
   put(em_.op("add", {dh1, na[0]}, {}, at + ".residual", hiddenGradLayout(l)));
 }
@@ -218,11 +235,12 @@ void TrainingStep::headForward() {
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, V = cfg_.vocab;
   const int L = shape_.layers;
   Val x = get(hiddenName(L));
-  if (cfg_.family != Family::Mlp) {
+  if (cfg_.family != Family::Mlp)
     x = em_.op("rmsnorm", {x, get("norm.weight")}, {{"eps", cfg_.normEps}}, "norm",
-               act("norm.out", {B, S, H}));
-    put(x);
-  }
+               seqAct("norm.out", {B, S, H}));
+  // Under sp the full-sequence copy replaces the shard in the environment (the output's dW needs it).
+  x = gatherSeq(x, "output");
+  put(x);
   Val logits = linear("output", x, outputWeight(), sharded(act("output.out", {B, S, V}), 2, ctx_));
   Layout flat = sharded(tokens("output.logits", {B * S, V}), 1, ctx_);
   Val lg = em_.op("reshape", {logits}, reshapeTo(flat), "output", flat);
@@ -246,7 +264,7 @@ void TrainingStep::headBackward() {
   const bool norm = cfg_.family != Family::Mlp;
   const std::string xName = norm ? "norm.out" : hiddenName(L);
   Val dx = linearDx("output", dlogits, outputWeight(), partial(act(xName + ".grad", {B, S, H}), ctx_));
-  dx = em_.allReduce(dx, ctx_.group(Axis::TP), "sum", "output");
+  dx = reduceRowOutput(dx, "output");
   linearDw("output", dlogits, get(xName), outputWeight());
   if (!norm) {
     put(dx);

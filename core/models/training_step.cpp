@@ -17,7 +17,10 @@ std::vector<ParamInfo> TrainingStep::params(int block) const {
   if (block == 0) {
     add("embed", {v, h}, 0);
   } else if (block == headBlock()) {
-    if (cfg_.family != Family::Mlp) add("norm", {h}, -1);
+    if (cfg_.family != Family::Mlp) {
+      add("norm", {h}, -1);
+      ps.back().sequenceParallel = true;
+    }
     if (!cfg_.tiedEmbedding) add("output", {v, h}, 0);
   } else if (cfg_.family == Family::Mlp) {
     const std::string l = "layers." + std::to_string(block - 1);
@@ -40,9 +43,12 @@ std::vector<ParamInfo> TrainingStep::attentionParams(int layer) const {
     ps.push_back(ParamInfo{scope + ".weight", scope, std::move(s), tpDim, layer + 1});
   };
   add(l + ".attention_norm", {h}, -1);
+  ps.back().sequenceParallel = true;
   add(l + ".attention.wq", {cfg_.heads * d, h}, 0);
   add(l + ".attention.wk", {cfg_.kvHeads * d, h}, 0);
+  ps.back().tpReplicas = kvReplicas();
   add(l + ".attention.wv", {cfg_.kvHeads * d, h}, 0);
+  ps.back().tpReplicas = kvReplicas();
   add(l + ".attention.wo", {h, cfg_.heads * d}, 1);
   return ps;
 }
@@ -55,6 +61,7 @@ std::vector<ParamInfo> TrainingStep::ffnParams(int layer) const {
     ps.push_back(ParamInfo{scope + ".weight", scope, std::move(s), tpDim, layer + 1});
   };
   add(l + ".ffn_norm", {h}, -1);
+  ps.back().sequenceParallel = true;
   add(l + ".mlp.w1", {f, h}, 0);
   add(l + ".mlp.w3", {f, h}, 0);
   add(l + ".mlp.w2", {h, f}, 1);
@@ -66,11 +73,11 @@ std::string TrainingStep::hiddenName(int block) const {
 }
 
 Layout TrainingStep::hiddenLayout(int block) const {
-  return act(hiddenName(block), {shape_.batch, shape_.seq, cfg_.hidden});
+  return seqAct(hiddenName(block), {shape_.batch, shape_.seq, cfg_.hidden});
 }
 
 Layout TrainingStep::hiddenGradLayout(int block) const {
-  return act(hiddenName(block) + ".grad", {shape_.batch, shape_.seq, cfg_.hidden});
+  return seqAct(hiddenName(block) + ".grad", {shape_.batch, shape_.seq, cfg_.hidden});
 }
 
 Layout TrainingStep::act(const std::string& name, Shape logical) const {
@@ -91,7 +98,7 @@ Layout TrainingStep::tokens(const std::string& name, Shape logical) const {
 
 Layout TrainingStep::param(const ParamInfo& p) const {
   Layout l = Layout::full(p.name, p.shape);
-  if (p.tpDim >= 0) l.shard(p.tpDim, ctx_.at().tp, ctx_.deg().tp);
+  if (p.tpDim >= 0) l.shard(p.tpDim, ctx_.at().tp / p.tpReplicas, ctx_.deg().tp / p.tpReplicas);
   return l;
 }
 
@@ -107,7 +114,9 @@ int TrainingStep::gradParts() const {
 
 Layout TrainingStep::grad(const ParamInfo& p) const {
   Layout l = param(p).renamed(p.name + ".grad");
-  l.partial(gradPart(), gradParts());
+  // Ranks of gradSumGroup each contribute a partial sum: a further split of this micro-batch's part.
+  const Group g = gradSumGroup(p);
+  l.partial(gradPart() * g.size() + std::max(0, g.indexOf(ctx_.rank())), gradParts() * g.size());
   return l;
 }
 
@@ -203,10 +212,12 @@ Val accumulate(Emitter& em, const std::vector<Val>& parts, const Layout& total, 
   return acc;
 }
 
-// The lineage part a device holds after accumulating its micro-batches: one of dp*cp.
+// The lineage part a device holds after accumulating its micro-batches: one of dp*cp (times the sub-split of
+// gradients that are partial within a tp sub-group, see grad()).
 Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueName) {
   const Degrees& d = ctx.deg();
-  l.partial(ctx.at().dp * d.cp + ctx.at().cp, d.dp * d.cp);
+  const int sub = std::max(1, l.parts / (d.dp * d.cp * d.mb));
+  l.partial((ctx.at().dp * d.cp + ctx.at().cp) * sub + l.part % sub, d.dp * d.cp * sub);
   return l.named(valueName);
 }
 }  // namespace
@@ -341,6 +352,7 @@ void TrainingStep::finishGradients(int block) {
   const std::vector<ParamInfo> ps = gradParams(block);
   for (const ParamInfo& p : ps)
     accs.push_back(accumulatedGrad(p));
+  reduceGradOverShardReplicas(ps, accs);
   const std::string scope = block == 0             ? "embed"
                             : block == headBlock() ? "output"
                                                    : "layers." + std::to_string(block - 1);
@@ -390,7 +402,7 @@ void TrainingStep::finish() {
   // holds distinct pieces: pp x tp, or with sharded gradients all ranks (pp x dp x cp x tp, rank order).
   std::vector<Val> counted;
   for (const ParamInfo& p : owned_)
-    if ((p.tpDim >= 0 || ctx_.at().tp == 0) && !tiedCopy(p)) counted.push_back(grads_.at(p.name));
+    if (countedInGradNorm(p) && !tiedCopy(p)) counted.push_back(grads_.at(p.name));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
   if (z >= 1)
     nsqLay.partial(ctx_.rank(), d.devices());

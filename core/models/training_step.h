@@ -25,11 +25,13 @@ struct StepShape {
 };
 
 struct ParamInfo {
-  std::string name;   // "layers.3.mlp.w1.weight"
-  std::string scope;  // "layers.3.mlp.w1"
-  Shape shape;        // logical
-  int tpDim = -1;     // dimension sharded over tp; -1 = replicated
-  int block = 0;      // the block whose backward finishes its gradient (the head for a tied copy)
+  std::string name;    // "layers.3.mlp.w1.weight"
+  std::string scope;   // "layers.3.mlp.w1"
+  Shape shape;         // logical
+  int tpDim = -1;      // dimension sharded over tp; -1 = replicated
+  int block = 0;       // the block whose backward finishes its gradient (the head for a tied copy)
+  int tpReplicas = 1;  // consecutive tp ranks holding the same shard (kv heads replicated when tp > kv heads)
+  bool sequenceParallel = false;  // replicated over tp; under sp each tp rank sees only its sequence shard
 };
 
 class TrainingStep {
@@ -110,6 +112,18 @@ class TrainingStep {
   void headBackward();
   void vocabParallelLoss(const Val& logits, const Val& labels, const Val& mask);
   void vocabParallelLossBackward(const Val& logits, const Val& labels, const Val& mask);
+
+  // Sequence parallelism and kv-head replication (sp_blocks.cpp).
+  bool seqParallel() const;                                     // sp with tp > 1
+  Layout seqAct(const std::string& name, Shape logical) const;  // act(), sequence-sharded over tp under sp
+  Val gatherSeq(const Val& x, const std::string& scope);  // full sequence before a column-parallel block
+  Val reduceRowOutput(const Val& partial, const std::string& scope);  // after a row-parallel linear
+  int kvReplicas() const;                                             // tp ranks sharing one kv head
+  Layout kvSharded(Layout l, int dim) const;                          // this rank's kv head(s)
+  // The tp ranks whose contributions to p's gradient are partial sums of one shard (one rank when none).
+  Group gradSumGroup(const ParamInfo& p) const;
+  void reduceGradOverShardReplicas(const std::vector<ParamInfo>& ps, std::vector<Val>& accs);
+  bool countedInGradNorm(const ParamInfo& p) const;
 
   const ModelConfig& cfg_;
   StepShape shape_;

@@ -13,10 +13,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 std::vector<int64_t> groupAttr(const Json& a) {
   std::vector<int64_t> g = intListAttr(a, "group");

@@ -10,8 +10,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
 
 using ScalarFn = std::function<ExprId(ExprPool&, ExprId, const Json&)>;
 using AttrCheck = std::function<void(const Json&)>;

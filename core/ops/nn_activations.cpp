@@ -8,10 +8,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 // Derivative of the activation at one element (of x, or of the forward output y).
 using Derivative = std::function<ExprId(ExprPool&, ExprId, const Json&)>;

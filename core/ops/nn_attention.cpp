@@ -11,10 +11,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 constexpr double kDefaultFill = -1e9;
 

@@ -7,9 +7,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 int lastDim(const SymTensor& t) {
   return static_cast<int>(t.shape().size()) - 1;

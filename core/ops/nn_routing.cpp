@@ -8,10 +8,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 struct Selection {
   std::vector<ExprId> values, indices;  // per round, the winner

@@ -9,10 +9,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 // ids [...] -> [..., classes]: 1 where id - start == class.
 SymTensor oneHot(ExprPool& p, const SymTensor& ids, int64_t classes, int64_t start, DType dtype) {

@@ -9,10 +9,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprId;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 constexpr double kClipEps = 1e-6;
 

@@ -7,8 +7,15 @@
 #include <vector>
 
 #include "core/ops/registry.h"
+#include "core/ops/sym_tensor.h"
 
 namespace paraproof::ops::util {
+
+// The vocabulary every op definition file speaks.
+using sym::ExprId;
+using sym::ExprPool;
+using Types = std::vector<TensorType>;
+using Tensors = std::vector<SymTensor>;
 
 // "f32[4,8]"
 std::string typeString(const TensorType& t);

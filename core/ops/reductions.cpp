@@ -9,9 +9,6 @@ namespace paraproof::ops {
 
 namespace {
 using namespace util;
-using sym::ExprPool;
-using Types = std::vector<TensorType>;
-using Tensors = std::vector<SymTensor>;
 
 // `dims` normalized, sorted and unique; absent means every dim.
 std::vector<int> reduceDims(const Json& a, size_t rank) {

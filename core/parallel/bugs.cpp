@@ -114,6 +114,7 @@ struct Needs {
   bool llama = false;
   bool tied = false;  // a model with tied embedding/output
   bool layer = true;  // the site names a layer
+  bool sp = false;    // sequence parallelism
 };
 
 struct Item {
@@ -182,6 +183,42 @@ std::vector<Item> buildCatalog() {
           w.changed(r, id);
         }
       });
+
+  add(
+      "tv04-allgather-as-allreduce", "wrong collective",
+      "Under sequence parallelism the all-gather restoring the full sequence before the MLP's "
+      "column-parallel "
+      "linears is replaced by an all-reduce of the sequence shards, copied tp times along the sequence: "
+      "shapes "
+      "and data flow look intact, but every chunk holds the sum of all shards.",
+      tv, {.tp = 2, .sp = true},
+      [](Where& w) {
+        Device& h = w.here();
+        const Op& linear = opById(h, w.mb(w.layer(w.llama ? "mlp.w1.out" : "mlp.fc1.out")));
+        const Op& gather = producerOf(h, nameOf(h, linear.inputs[0]));
+        if (gather.kind != "all_gather")
+          throw std::invalid_argument("no sequence all-gather before the MLP of layer " +
+                                      std::to_string(w.site.layer) + " (needs sp)");
+        const std::string id = gather.id;
+        for (int r : groupOf(gather)) {
+          Device& d = w.dev(r);
+          const Op o = opById(d, id);
+          const std::string in = nameOf(d, o.inputs[0]), out = nameOf(d, o.outputs[0]);
+          const std::vector<std::string> copies(groupOf(o).size(), out + ".reduced");
+          replaceOp(
+              d, id,
+              {NewOp{id + ".reduce",
+                     "all_reduce",
+                     {in},
+                     {{"group", o.attrs["group"]}, {"instance", o.attrs["instance"]}, {"reduce", "sum"}},
+                     {out + ".reduced"},
+                     o.scope,
+                     ""},
+               NewOp{id, "concat", copies, {{"dim", o.attrs["dim"]}}, {out}, o.scope, ""}});
+          w.changed(r, id);
+        }
+      },
+      "llama3-8b", kLlamaPlan + std::string(",sp"));
 
   add("tv05-fused-reduction-missing", "missing collective",
       "One gradient inside the layer's coalesced data-parallel all-reduce bucket is left out of the "
@@ -521,6 +558,33 @@ std::vector<Item> buildCatalog() {
         w.changed(w.site.rank, id);
       },
       "dsv3-16b", "tp=2");
+  // Sequence parallelism and kv-head replication: gradients that are partial sums over (part of) the tp
+  // group and must be all-reduced there before the data-parallel reduction.
+  auto unreduced = [](const std::string& grad, const std::string& group) {
+    return [grad, group](Where& w) {
+      const std::string prefix = w.layer(grad);
+      for (const Op& o : w.here().graph.ops)
+        if (o.kind == "all_reduce" && nameOf(w.here(), o.inputs[0]).starts_with(prefix) &&
+            o.attrs.at("instance").get<std::string>().find("@" + group) != std::string::npos) {
+          onEveryMember(w, o.id, toIdentity);
+          return;
+        }
+      throw std::invalid_argument("rank " + std::to_string(w.site.rank) + " has no " + group +
+                                  " all-reduce of " + prefix);
+    };
+  };
+  add("rw13-sp-norm-grad-unreduced", "gradient reduction group",
+      "Under sequence parallelism the tensor-parallel all-reduce of the FFN RMSNorm weight's gradient is "
+      "missing: each tp rank updates the replicated norm weight with only its own sequence shard's gradient.",
+      "Megatron-LM sequence parallelism (all-reduce of sequence-parallel layernorm gradients)",
+      {.tp = 2, .llama = true, .sp = true}, unreduced("ffn_norm.weight.grad", "tp"), "llama3-8b",
+      kLlamaPlan + std::string(",sp"));
+  add("rw14-gqa-kv-grad-unreduced", "gradient reduction group",
+      "With more tensor-parallel ranks than kv heads each kv head is replicated; the all-reduce of the wk "
+      "gradient over the ranks sharing the head is missing, so each replica is updated with only its own "
+      "query heads' contribution.",
+      "Megatron-LM GQA with tp > kv heads (replicated kv projections)", {.tp = 4, .llama = true},
+      unreduced("attention.wk.weight.grad", "kv"), "gpt-tiny", "dp=2,tp=4");
   return c;
 }
 
@@ -606,6 +670,7 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.pp >= n.pp, "pp >= " + std::to_string(n.pp));
   need(spec.mb >= n.mb, "mb >= " + std::to_string(n.mb));
   need(spec.zero >= n.zero, "zero >= " + std::to_string(n.zero));
+  need(spec.sp || !n.sp, "sp (sequence parallelism)");
   if (n.tied && plan.logical.findValue("output.weight") != kNone)
     throw std::invalid_argument(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
   const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;

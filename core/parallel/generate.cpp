@@ -98,7 +98,6 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
   require(s.cp == 1, "cp (context parallel) is not supported by the generator yet");
   require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
-  require(!s.sp, "sp (sequence parallel) is not supported by the generator yet");
   if (m.family == Family::DeepSeek)
     require(!s.sp && s.cp == 1, m.name + ": MLA attention does not support sp or cp yet");
   require(shape.layers >= 1, "the model needs at least one layer");
@@ -111,19 +110,26 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(m.ffn % s.tp == 0, divides("tp", s.tp, "FFN width", m.ffn));
   if (m.family != Family::Mlp) {
     require(m.heads % s.tp == 0, divides("tp", s.tp, "number of attention heads", m.heads));
-    require(s.tp <= m.kvHeads, "tp=" + std::to_string(s.tp) + " exceeds the " + std::to_string(m.kvHeads) +
-                                   " kv heads; replicating kv heads over tp is not supported yet");
-    require(m.kvHeads % s.tp == 0, divides("tp", s.tp, "number of kv heads", m.kvHeads));
+    if (s.tp > m.kvHeads)  // kv heads replicated over tp / kvHeads consecutive tp ranks
+      require(s.tp % m.kvHeads == 0, "tp=" + std::to_string(s.tp) + " exceeds the " +
+                                         std::to_string(m.kvHeads) +
+                                         " kv heads and is not a multiple of them (kv heads are replicated)");
+    else
+      require(m.kvHeads % s.tp == 0, divides("tp", s.tp, "number of kv heads", m.kvHeads));
   }
+  // Sequence parallelism shards the sequence over tp outside the tensor-parallel blocks.
+  if (s.sp) require(shape.seq % s.tp == 0, divides("sp: tp", s.tp, "sequence length", shape.seq));
   if (s.zero > 0 && s.dp * s.cp > 1) {
     // ZeRO shards every (tp-sharded) parameter along dim 0 over the data-parallel group.
     Graph g;
     Emitter em(g, nullptr);
-    const ShardContext logical;
-    const TrainingStep step(m, shape, logical, em);
+    Degrees d;
+    d.tp = s.tp;
+    const ShardContext device(d, MeshCoord{});  // tp matters: kv heads may be replicated
+    const TrainingStep step(m, shape, device, em);
     for (int b = 0; b < step.blockCount(); ++b)
       for (const models::ParamInfo& p : step.params(b)) {
-        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp : 1);
+        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp / p.tpReplicas : 1);
         require(rows % (s.dp * s.cp) == 0,
                 "zero=" + std::to_string(s.zero) + ": parameter " + p.name + " has " + std::to_string(rows) +
                     " rows per tp rank, not divisible by the data-parallel group (dp*cp = " +
