@@ -47,6 +47,10 @@ class TestGenerator : public QObject {
     for (const char* m : {"mlp", "gpt-tiny"})
       for (const char* p : {"dp=2,zero=1", "dp=2,zero=2", "dp=2,zero=3", "dp=2,tp=2,pp=2,mb=2,zero=3"})
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    // Context parallel.
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"cp=2", "dp=2,cp=2", "tp=2,pp=2,mb=2,cp=2", "dp=2,cp=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -160,6 +164,9 @@ class TestGenerator : public QObject {
     QTest::newRow("zero shard") << "mlp"
                                 << "dp=3,zero=1"
                                 << "not divisible by the data-parallel group";
+    QTest::newRow("cp vs seq") << "gpt-tiny"
+                               << "cp=3"
+                               << "divisible by 2*cp";
   }
   void impossibleCombinationsAreRejected() {
     QFETCH(QString, model);
