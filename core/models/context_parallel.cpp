@@ -9,9 +9,11 @@
 //              and dV of every key (value part 2r+c of 2cp); the two chunks' contributions are added (part
 //              r of cp) and each half is reduce-scattered back to the owner chunks (the transpose of the
 //              two gathers).
-// Every chunk attends over all keys, not only the unmasked ones: `attention` masks with a finite fill
-// (-1e9), so dropping fully masked keys (as flash-attention kernels with -inf do) would not be exactly the
-// logical computation over the reals.
+// Every chunk attends over all keys, not only the unmasked ones (chunk r <= cp-1 could skip the second
+// half): (1) `attention` masks with a finite fill (-1e9), so dropping masked keys (as flash-attention
+// kernels with -inf do) is not exactly the logical computation over the reals; (2) positions are a stage
+// input with lineage, so inside the attention stage they are arbitrary values and the verifier cannot know
+// the skipped keys are masked at all (tried: the stage fails with a confirmed counterexample).
 #include <algorithm>
 
 #include "core/models/training_step.h"

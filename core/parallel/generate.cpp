@@ -107,6 +107,9 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
                                                 ") is not divisible by dp*mb (" +
                                                 std::to_string(s.dp * s.mb) + ")");
+  require(s.cp == 1 || !s.sp, "cp together with sp is not supported by the generator yet");
+  require(s.cp == 1 || m.family != Family::DeepSeek,
+          "cp (context parallel) for DeepSeek (MLA) attention is not supported by the generator yet");
   require(shape.seq % (2 * s.cp) == 0, "cp=" + std::to_string(s.cp) + ": the sequence length (" +
                                            std::to_string(shape.seq) + ") must be divisible by 2*cp (" +
                                            std::to_string(2 * s.cp) +
