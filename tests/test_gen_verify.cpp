@@ -100,6 +100,20 @@ class TestGenVerify : public QObject {
              {"gpt-tiny", "dp=2,tp=4,pp=2,mb=2", 2},
              {"gpt-tiny", "dp=2,tp=4,sp", 2}})
       QTest::newRow((std::string(model) + " " + p + " (sp/kv)").c_str()) << model << p << layers;
+    // Context parallel: zig-zag sequence chunks (two per rank), keys/values all-gathered over cp and their
+    // gradients reduce-scattered back, RoPE tables and positions sliced per chunk.
+    QTest::newRow("mlp cp2") << "mlp"
+                             << "cp=2" << 2;
+    QTest::newRow("gpt-tiny cp2") << "gpt-tiny"
+                                  << "cp=2" << 2;
+    QTest::newRow("gpt-tiny dp2 cp2") << "gpt-tiny"
+                                      << "dp=2,cp=2" << 2;
+    QTest::newRow("llama3-8b cp2") << "llama3-8b"
+                                   << "cp=2" << 2;
+    QTest::newRow("llama3-8b dp2 tp2 cp2") << "llama3-8b"
+                                           << "dp=2,tp=2,cp=2" << 2;
+    QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 cp2") << "llama3-8b"
+                                                   << "dp=2,tp=2,pp=2,mb=2,cp=2" << 4;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);

@@ -57,6 +57,10 @@ class TestGenerator : public QObject {
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
     for (const char* p : {"tp=4", "dp=2,tp=4,pp=2,mb=2,sp", "dp=2,tp=4,zero=2"})
       QTest::newRow((std::string("gpt-tiny ") + p).c_str()) << "gpt-tiny" << QString(p) << 2;
+    // Context parallel.
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"cp=2", "dp=2,cp=2", "tp=2,pp=2,mb=2,cp=2", "dp=2,cp=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -212,6 +216,29 @@ class TestGenerator : public QObject {
     }
   }
 
+  // Context parallel, zig-zag: of 2cp = 4 sequence chunks (seq 8: 2 positions each), cp rank 0 holds chunks
+  // 0 and 3, cp rank 1 chunks 1 and 2, as separate values; RoPE tables and query positions follow the
+  // chunk, and each chunk's queries attend over the whole gathered sequence.
+  void contextParallelChunksAreZigZag() {
+    Plan p = generate("gpt-tiny", "cp=2", 2);
+    using Range = std::pair<int64_t, int64_t>;
+    auto seqBox = [&](int rank, const std::string& value) {
+      const Device& d = p.devices.at(rank);
+      return d.lineage.at(d.graph.findValue(value)).box.ranges.at(1);
+    };
+    QCOMPARE(seqBox(0, "tokens~c0"), (Range{0, 2}));
+    QCOMPARE(seqBox(0, "tokens~c1"), (Range{6, 8}));
+    QCOMPARE(seqBox(1, "tokens~c0"), (Range{2, 4}));
+    QCOMPARE(seqBox(1, "tokens~c1"), (Range{4, 6}));
+    const Device& d = p.devices.at(0);
+    QCOMPARE(d.lineage.at(d.graph.findValue("rope.cos~c1")).box.ranges.at(0), (Range{6, 8}));
+    const Op& core = d.graph.ops[d.graph.findOp("layers.0.attention.core.out~c1")];
+    QCOMPARE(d.graph.values[core.inputs[1]].name, std::string("layers.0.attention.k_rot.gathered"));
+    QCOMPARE(d.lineage.at(core.inputs[1]).box.ranges.at(1), (Range{0, 8}));
+    QCOMPARE(d.graph.values[core.inputs[3]].name, std::string("rope.positions~c1"));
+    QCOMPARE(d.graph.values[core.inputs[4]].name, std::string("rope.positions"));
+  }
+
   void deviceOpsCarryOriginAndScope() {
     Plan p = generate("gpt-tiny", "tp=2");
     const Graph& g = p.devices[1].graph;
@@ -261,6 +288,9 @@ class TestGenerator : public QObject {
     QTest::newRow("zero shard") << "mlp"
                                 << "dp=3,zero=1"
                                 << "not divisible by the data-parallel group";
+    QTest::newRow("cp vs seq") << "gpt-tiny"
+                               << "cp=3"
+                               << "divisible by 2*cp";
   }
   void impossibleCombinationsAreRejected() {
     QFETCH(QString, model);

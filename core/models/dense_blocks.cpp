@@ -85,13 +85,23 @@ void TrainingStep::mlpLayerBackward(int l) {
   put(em_.op("add", {dy, dx}, {}, s + ".mlp.residual", hiddenGradLayout(l)));
 }
 
+Json TrainingStep::attentionAttrs() const {
+  return {{"scale", 1.0 / std::sqrt(static_cast<double>(cfg_.headDim()))}, {"causal", true}};
+}
+
 void TrainingStep::attentionForward(int l) {
+  attentionInput(l);
+  attentionCore(l);
+  attentionOutput(l);
+}
+
+void TrainingStep::attentionInput(int l) {
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim();
   const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
   const Json eps = {{"eps", cfg_.normEps}};
   const Val x = get(hiddenName(l));
-  const Val &cos = get("rope.cos"), &sin = get("rope.sin"), &pos = get("rope.positions");
+  const Val &cos = get("rope.cos"), &sin = get("rope.sin");
 
   Val n1 = em_.op("rmsnorm", {x, get(s + ".attention_norm.weight")}, eps, s + ".attention_norm",
                   seqAct(s + ".attention_norm.out", {B, S, H}));
@@ -112,15 +122,28 @@ void TrainingStep::attentionForward(int l) {
   Val qr =
       em_.op("rope", {q, cos, sin}, {}, at + ".rope", sharded(act(at + ".q_rot", {B, S, nh, d}), 2, ctx_));
   Val kr = em_.op("rope", {k, cos, sin}, {}, at + ".rope", kvSharded(act(at + ".k_rot", {B, S, nkv, d}), 2));
-  const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
-  Val o = em_.op("attention", {qr, kr, v, pos, pos}, attn, at + ".core",
-                 sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_));
+  for (const Val& t : {v, qr, kr})
+    put(t);
+}
+
+void TrainingStep::attentionCore(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads;
+  const Val& pos = get("rope.positions");
+  put(em_.op("attention", {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos},
+             attentionAttrs(), at + ".core", sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_)));
+}
+
+void TrainingStep::attentionOutput(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim(), nh = cfg_.heads;
+  const Val x = get(hiddenName(l)), o = get(at + ".core.out");
   Layout ctxLay = sharded(act(at + ".context", {B, S, nh * d}), 2, ctx_);
   Val c = em_.op("reshape", {o}, reshapeTo(ctxLay), at + ".core", ctxLay);
   Val a = linear(at + ".wo", c, at + ".wo.weight", partial(act(at + ".wo.out", {B, S, H}), ctx_));
   a = reduceRowOutput(a, at + ".wo");
   Val h1 = em_.op("add", {x, a}, {}, at + ".residual", seqAct(at + ".residual", {B, S, H}));
-  for (const Val& t : {v, qr, kr, c, h1})
+  for (const Val& t : {c, h1})
     put(t);
 }
 
@@ -179,29 +202,49 @@ void TrainingStep::swigluBackward(int l) {
 }
 
 void TrainingStep::attentionBackward(int l) {
+  attentionOutputBackward(l);
+  attentionCoreBackward(l);
+  attentionInputBackward(l);
+}
+
+void TrainingStep::attentionOutputBackward(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads;
+  const Val dh1f = gatherSeq(get(at + ".residual.grad"), at + ".wo");
+  Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
+                    sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
+  linearDw(at + ".wo", dh1f, get(at + ".context"), at + ".wo.weight");
+  Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, d}), 2, ctx_);
+  put(em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4));
+}
+
+// A replicated kv head's gradient on one rank is only its own query heads' share: part of r.
+Layout TrainingStep::kvGrad(const std::string& name, Shape shape) const {
+  const int r = kvReplicas();
+  return kvSharded(act(name, std::move(shape)), 2).partial(ctx_.at().tp % r, r);
+}
+
+void TrainingStep::attentionCoreBackward(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads, nkv = cfg_.kvHeads;
+  const Val& pos = get("rope.positions");
+  std::vector<Val> dqkv =
+      em_.opN("attention_backward",
+              {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos, get(at + ".core.out.grad")},
+              attentionAttrs(), at + ".core",
+              {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
+               kvGrad(at + ".k_rot.grad", {B, S, nkv, d}), kvGrad(at + ".v.grad", {B, S, nkv, d})});
+  for (const Val& t : dqkv)
+    put(t);
+}
+
+void TrainingStep::attentionInputBackward(int l) {
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim();
   const int64_t nh = cfg_.heads, nkv = cfg_.kvHeads;
   const Json eps = {{"eps", cfg_.normEps}};
   const Val dh1 = get(at + ".residual.grad");
-  const Val dh1f = gatherSeq(dh1, at + ".wo");
-  Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
-                    sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));
-  linearDw(at + ".wo", dh1f, get(at + ".context"), at + ".wo.weight");
-  Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, d}), 2, ctx_);
-  Val dout = em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4);
-  const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(d))}, {"causal", true}};
-  const Val& pos = get("rope.positions");
-  // A replicated kv head's gradient on one rank is only its own query heads' share: part of r (kvGrad).
-  const int r = kvReplicas();
-  auto kvGrad = [&](const std::string& name, Shape shape) {
-    return kvSharded(act(name, std::move(shape)), 2).partial(ctx_.at().tp % r, r);
-  };
-  std::vector<Val> dqkv =
-      em_.opN("attention_backward", {get(at + ".q_rot"), get(at + ".k_rot"), get(at + ".v"), pos, pos, dout},
-              attn, at + ".core",
-              {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
-               kvGrad(at + ".k_rot.grad", {B, S, nkv, d}), kvGrad(at + ".v.grad", {B, S, nkv, d})});
+  const std::vector<Val> dqkv = {get(at + ".q_rot.grad"), get(at + ".k_rot.grad"), get(at + ".v.grad")};
   const Val &cos = get("rope.cos"), &sin = get("rope.sin");
   Val dq = em_.op("rope_backward", {dqkv[0], cos, sin}, {}, at + ".rope",
                   sharded(act(at + ".q.grad", {B, S, nh, d}), 2, ctx_));
@@ -242,25 +285,17 @@ void TrainingStep::headForward() {
   x = gatherSeq(x, "output");
   put(x);
   Val logits = linear("output", x, outputWeight(), sharded(act("output.out", {B, S, V}), 2, ctx_));
-  Layout flat = sharded(tokens("output.logits", {B * S, V}), 1, ctx_);
-  Val lg = em_.op("reshape", {logits}, reshapeTo(flat), "output", flat);
-  Layout lflat = tokens("labels.flat", {B * S}), mflat = tokens("loss_mask.flat", {B * S});
-  Val labels = em_.op("reshape", {get("labels")}, reshapeTo(lflat), "loss", lflat);
-  Val mask = em_.op("reshape", {get("loss_mask")}, reshapeTo(mflat), "loss", mflat);
-  for (const Val& v : {lg, labels, mask})
-    put(v);
-  vocabParallelLoss(lg, labels, mask);
+  put(logits);
+  vocabParallelLoss(logits, get("labels"), get("loss_mask"));
   lossParts_.push_back(
       em_.op("div", {get("loss.ce_sum"), get("loss.valid_tokens")}, {}, "loss", lossPart("loss")));
 }
 
 void TrainingStep::headBackward() {
-  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, V = cfg_.vocab;
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden;
   const int L = shape_.layers;
-  const Val &lg = get("output.logits"), &labels = get("labels.flat"), &mask = get("loss_mask.flat");
-  vocabParallelLossBackward(lg, labels, mask);
-  Layout dl = sharded(act("output.out.grad", {B, S, V}), 2, ctx_);
-  Val dlogits = em_.op("reshape", {get("output.logits.grad")}, reshapeTo(dl), "output", dl);
+  vocabParallelLossBackward(get("output.out"), get("labels"), get("loss_mask"));
+  const Val dlogits = get("output.out.grad");
   const bool norm = cfg_.family != Family::Mlp;
   const std::string xName = norm ? "norm.out" : hiddenName(L);
   Val dx = linearDx("output", dlogits, outputWeight(), partial(act(xName + ".grad", {B, S, H}), ctx_));
@@ -280,17 +315,19 @@ void TrainingStep::headBackward() {
 // Cross-entropy written in primitives, one code path for the logical graph and vocabulary shards: the row
 // max and the sum of exponentials are global (all-reduced over tp), the target logit is picked on the
 // shard that owns it and summed. Per-token quantities carry lineage, so each piece is checked on its own.
+// Logits stay [batch, seq, vocab] (reductions over the last dim): a sequence chunk of several rows (context
+// parallel) is a box of the 3-d tensor, not of a flattened [batch*seq] one.
 void TrainingStep::vocabParallelLoss(const Val& lg, const Val& labels, const Val& mask) {
-  const int64_t N = shape_.batch * shape_.seq, V = cfg_.vocab;
+  const int64_t B = shape_.batch, S = shape_.seq, V = cfg_.vocab;
   const Shape ls = em_.type(lg).shape;
-  const int64_t n = ls[0], v = ls[1];
+  const int64_t v = ls[2];
   const Group tp = ctx_.group(Axis::TP);
-  auto tok = [&](const std::string& name) { return tokens(name, {N, 1}); };
-  auto vshard = [&](const std::string& name) { return sharded(tokens(name, {N, V}), 1, ctx_); };
-  const Json rowReduce = {{"dims", {1}}, {"keepdim", true}};
+  auto tok = [&](const std::string& name) { return act(name, {B, S, 1}); };
+  auto vshard = [&](const std::string& name) { return sharded(act(name, {B, S, V}), 2, ctx_); };
+  const Json rowReduce = {{"dims", {2}}, {"keepdim", true}};
   const bool split = ctx_.deg().tp > 1;
   Val mx = em_.op("max", {lg}, rowReduce, "loss",
-                  split ? Layout::local("loss.local_max", {n, 1}) : tok("loss.max"), "loss.max");
+                  split ? Layout::local("loss.local_max", {ls[0], ls[1], 1}) : tok("loss.max"), "loss.max");
   mx = em_.allReduce(mx, tp, "max", "loss", tok("loss.max"));  // the global row max
   Val z = em_.op("sub", {lg, mx}, {}, "loss", vshard("loss.shifted"));
   Val e = em_.op("exp", {z}, {}, "loss", vshard("loss.exp"));
@@ -304,22 +341,23 @@ void TrainingStep::vocabParallelLoss(const Val& lg, const Val& labels, const Val
   Val target = em_.op("sum", {picked}, rowReduce, "loss", partial(tok("loss.target"), ctx_));
   target = em_.allReduce(target, tp, "sum", "loss");
   Val t = em_.op("sub", {lse, target}, {}, "loss", tok("loss.token_loss"));
-  Val t1 = em_.op("reshape", {t}, {{"shape", {n}}}, "loss", tokens("loss.token_loss_flat", {N}));
-  Val masked = em_.op("mul", {t1, mask}, {}, "loss", tokens("loss.masked", {N}));
+  Layout perToken = act("loss.per_token", {B, S});
+  Val t1 = em_.op("reshape", {t}, reshapeTo(perToken), "loss", perToken);
+  Val masked = em_.op("mul", {t1, mask}, {}, "loss", act("loss.masked", {B, S}));
   for (const Val& x : {e, se, oh})
     put(x);
-  put(em_.op("sum", {masked}, {{"dims", {0}}, {"keepdim", false}}, "loss", lossPart("loss.ce_sum")));
+  put(em_.op("sum", {masked}, {{"dims", {0, 1}}, {"keepdim", false}}, "loss", lossPart("loss.ce_sum")));
 }
 
 void TrainingStep::vocabParallelLossBackward(const Val& /*logits*/, const Val& /*labels*/, const Val& mask) {
-  const int64_t N = shape_.batch * shape_.seq, V = cfg_.vocab;
-  const int64_t n = em_.type(mask).shape[0];
-  auto vshard = [&](const std::string& name) { return sharded(tokens(name, {N, V}), 1, ctx_); };
+  const int64_t B = shape_.batch, S = shape_.seq, V = cfg_.vocab;
+  auto vshard = [&](const std::string& name) { return sharded(act(name, {B, S, V}), 2, ctx_); };
   Val p = em_.op("div", {get("loss.exp"), get("loss.sumexp")}, {}, "loss", vshard("loss.softmax"));
   Val diff = em_.op("sub", {p, get("loss.onehot")}, {}, "loss", vshard("loss.softmax_minus_target"));
-  Val w = em_.op("mul", {mask, get("loss.inv_valid_tokens")}, {}, "loss", tokens("loss.token_weight", {N}));
-  Val wc = em_.op("reshape", {w}, {{"shape", {n, 1}}}, "loss", tokens("loss.token_weight_col", {N, 1}));
-  put(em_.op("mul", {diff, wc}, {}, "loss", vshard("output.logits.grad")));
+  Val w = em_.op("mul", {mask, get("loss.inv_valid_tokens")}, {}, "loss", act("loss.token_weight", {B, S}));
+  Layout col = act("loss.token_weight_col", {B, S, 1});
+  Val wc = em_.op("reshape", {w}, reshapeTo(col), "loss", col);
+  put(em_.op("mul", {diff, wc}, {}, "loss", vshard("output.out.grad")));
 }
 
 }  // namespace paraproof::models

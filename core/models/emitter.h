@@ -26,8 +26,16 @@ class Emitter {
   Emitter(Graph& g, std::map<ValueId, Lineage>* lineage) : b_(g), lineage_(lineage) {}
 
   bool logical() const { return lineage_ == nullptr; }
-  // Names emitted from now on get the suffix "#m" when the step has more than one micro-batch.
-  void setMicroBatch(int m, int count) { suffix_ = (m >= 0 && count > 1) ? "#" + std::to_string(m) : ""; }
+  // Names emitted from now on get the suffix "#m" when the step has more than one micro-batch, then "~c"
+  // for sequence chunk c when a device holds more than one (context parallel); m or c < 0: no such suffix.
+  void setMicroBatch(int m, int count) {
+    mbSuffix_ = (m >= 0 && count > 1) ? "#" + std::to_string(m) : "";
+    suffix_ = mbSuffix_ + chunkSuffix_;
+  }
+  void setChunk(int c, int count) {
+    chunkSuffix_ = (c >= 0 && count > 1) ? "~c" + std::to_string(c) : "";
+    suffix_ = mbSuffix_ + chunkSuffix_;
+  }
   const std::string& suffix() const { return suffix_; }
 
   Val input(const Layout& lay, DType dtype = DType::F32);
@@ -65,7 +73,7 @@ class Emitter {
 
   GraphBuilder b_;
   std::map<ValueId, Lineage>* lineage_;
-  std::string suffix_;
+  std::string mbSuffix_, chunkSuffix_, suffix_;
 };
 
 }  // namespace paraproof::models

@@ -6,7 +6,7 @@
 namespace paraproof::models {
 
 TrainingStep::TrainingStep(const ModelConfig& cfg, StepShape shape, const ShardContext& ctx, Emitter& em)
-    : cfg_(cfg), shape_(shape), ctx_(ctx), em_(em), env_(static_cast<size_t>(ctx.deg().mb)) {}
+    : cfg_(cfg), shape_(shape), ctx_(ctx), em_(em), env_(static_cast<size_t>(ctx.deg().mb * chunks())) {}
 
 std::vector<ParamInfo> TrainingStep::params(int block) const {
   const int64_t h = cfg_.hidden, v = cfg_.vocab, f = cfg_.ffn;
@@ -81,6 +81,12 @@ Layout TrainingStep::hiddenGradLayout(int block) const {
 }
 
 Layout TrainingStep::act(const std::string& name, Shape logical) const {
+  Layout l = fullSeq(name, std::move(logical));
+  if (chunks() > 1) l.slice(1, chunkStart(chunk_), chunkLength());
+  return l;
+}
+
+Layout TrainingStep::fullSeq(const std::string& name, Shape logical) const {
   const Degrees& d = ctx_.deg();
   const int64_t rows = shape_.batch / (d.dp * d.mb);
   Layout l = Layout::full(name, std::move(logical));
@@ -88,12 +94,14 @@ Layout TrainingStep::act(const std::string& name, Shape logical) const {
   return l;
 }
 
-Layout TrainingStep::tokens(const std::string& name, Shape logical) const {
-  const Degrees& d = ctx_.deg();
-  const int64_t rows = shape_.batch / (d.dp * d.mb);
-  Layout l = Layout::full(name, std::move(logical));
-  l.slice(0, (ctx_.at().dp * (shape_.batch / d.dp) + mb_ * rows) * shape_.seq, rows * shape_.seq);
-  return l;
+// Zig-zag load balancing: of 2cp equal chunks, cp rank r holds r and 2cp-1-r (causal work evens out).
+int64_t TrainingStep::chunkStart(int chunk) const {
+  const int cp = ctx_.deg().cp, r = ctx_.at().cp;
+  return (chunk == 0 ? r : 2 * cp - 1 - r) * chunkLength();
+}
+
+int64_t TrainingStep::chunkLength() const {
+  return shape_.seq / (2 * ctx_.deg().cp);
 }
 
 Layout TrainingStep::param(const ParamInfo& p) const {
@@ -104,12 +112,12 @@ Layout TrainingStep::param(const ParamInfo& p) const {
 
 int TrainingStep::gradPart() const {
   const Degrees& d = ctx_.deg();
-  return (ctx_.at().dp * d.cp + ctx_.at().cp) * d.mb + mb_;
+  return ((ctx_.at().dp * d.cp + ctx_.at().cp) * d.mb + mb_) * chunks() + chunk_;
 }
 
 int TrainingStep::gradParts() const {
   const Degrees& d = ctx_.deg();
-  return d.dp * d.cp * d.mb;
+  return d.dp * d.cp * d.mb * chunks();
 }
 
 Layout TrainingStep::grad(const ParamInfo& p) const {
@@ -183,12 +191,16 @@ const ParamInfo& TrainingStep::paramInfo(const std::string& name) const {
   throw std::logic_error("generator: parameter '" + name + "' is not owned by this stage");
 }
 
+std::map<std::string, Val>& TrainingStep::env(int mb, int chunk) {
+  return env_.at(static_cast<size_t>(mb * chunks() + chunk));
+}
+
 void TrainingStep::put(const Val& v) {
-  env_.at(mb_)[v.lay.name] = v;
+  env(mb_, chunk_)[v.lay.name] = v;
 }
 
 const Val& TrainingStep::get(const std::string& name) const {
-  const auto& env = env_.at(mb_);
+  const auto& env = env_.at(static_cast<size_t>(mb_ * chunks() + chunk_));
   if (auto it = env.find(name); it != env.end()) return it->second;
   if (auto it = global_.find(name); it != global_.end()) return it->second;
   throw std::logic_error("generator: value '" + name + "' is not available here");
@@ -197,6 +209,17 @@ const Val& TrainingStep::get(const std::string& name) const {
 void TrainingStep::setMicroBatch(int m) {
   mb_ = m;
   em_.setMicroBatch(m, ctx_.deg().mb);
+  em_.setChunk(chunk_, chunks());
+}
+
+void TrainingStep::setChunk(int c) {
+  chunk_ = c;
+  em_.setChunk(c, chunks());
+}
+
+void TrainingStep::stepWide() {
+  em_.setMicroBatch(-1, 1);
+  em_.setChunk(-1, 1);
 }
 
 namespace {
@@ -212,11 +235,12 @@ Val accumulate(Emitter& em, const std::vector<Val>& parts, const Layout& total, 
   return acc;
 }
 
-// The lineage part a device holds after accumulating its micro-batches: one of dp*cp (times the sub-split of
-// gradients that are partial within a tp sub-group, see grad()).
+// The lineage part a device holds after accumulating its micro-batches (and chunks): one of dp*cp (times the
+// sub-split of gradients that are partial within a tp sub-group, see grad()).
 Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueName) {
   const Degrees& d = ctx.deg();
-  const int sub = std::max(1, l.parts / (d.dp * d.cp * d.mb));
+  const int chunks = d.cp > 1 ? 2 : 1;  // as TrainingStep::chunks()
+  const int sub = std::max(1, l.parts / (d.dp * d.cp * d.mb * chunks));
   l.partial((ctx.at().dp * d.cp + ctx.at().cp) * sub + l.part % sub, d.dp * d.cp * sub);
   return l.named(valueName);
 }
@@ -240,7 +264,7 @@ void TrainingStep::declareParam(const ParamInfo& p) {
 void TrainingStep::gatherParams(int block) {
   if (zeroStage() < 3) return;
   const int saved = mb_;
-  em_.setMicroBatch(-1, 1);
+  stepWide();
   for (const ParamInfo& p : owned_)
     if (p.block == block && !global_.count(p.name))
       global_[p.name] =
@@ -252,7 +276,7 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
   firstBlock_ = firstBlock;
   lastBlock_ = lastBlock;
   setMicroBatch(0);
-  em_.setMicroBatch(-1, 1);
+  stepWide();
   for (int b = firstBlock; b <= lastBlock; ++b)
     for (ParamInfo& p : params(b))
       declareParam(p);
@@ -270,21 +294,24 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
     global_["rope.sin"] = em_.input(Layout::full("rope.sin", {shape_.seq, d}));
     global_["rope.positions"] = em_.op("iota", {}, {{"n", shape_.seq}, {"dtype", "i64"}}, "rope",
                                        Layout::full("rope.positions", {shape_.seq}));
+    if (chunks() > 1) sliceRopeTables();
   }
   const bool hasHead = lastBlock == headBlock();
   std::vector<Val> validParts;
   for (int m = 0; m < ctx_.deg().mb; ++m) {
     setMicroBatch(m);
-    if (firstBlock == 0) put(em_.input(act("tokens", {shape_.batch, shape_.seq}), DType::I64));
-    if (hasHead) {
-      put(em_.input(act("labels", {shape_.batch, shape_.seq}), DType::I64));
-      Val mask = em_.input(act("loss_mask", {shape_.batch, shape_.seq}));
-      put(mask);
-      validParts.push_back(em_.op("sum", {mask}, {{"dims", {0, 1}}, {"keepdim", false}}, "loss",
-                                  lossPart("loss.valid_tokens")));
-    }
+    forEachChunk(false, [&] {
+      if (firstBlock == 0) put(em_.input(act("tokens", {shape_.batch, shape_.seq}), DType::I64));
+      if (hasHead) {
+        put(em_.input(act("labels", {shape_.batch, shape_.seq}), DType::I64));
+        Val mask = em_.input(act("loss_mask", {shape_.batch, shape_.seq}));
+        put(mask);
+        validParts.push_back(em_.op("sum", {mask}, {{"dims", {0, 1}}, {"keepdim", false}}, "loss",
+                                    lossPart("loss.valid_tokens")));
+      }
+    });
   }
-  em_.setMicroBatch(-1, 1);
+  stepWide();
   if (hasHead) {
     Layout total = accumulated(validParts.front().lay, ctx_, "loss.valid_tokens.acc");
     Val n = validParts.size() == 1 ? validParts.front() : accumulate(em_, validParts, total, "loss");
@@ -296,37 +323,54 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
   setMicroBatch(0);
 }
 
+// Blocks run chunk by chunk (one chunk unless cp > 1); only attention mixes the chunks.
 void TrainingStep::forward(int block) {
   gatherParams(block);
-  if (block == 0)
-    embeddingForward();
-  else if (block == headBlock())
-    headForward();
-  else if (cfg_.family == Family::Mlp)
-    mlpLayerForward(block - 1);
-  else {
-    if (cfg_.family == Family::DeepSeek)
-      mlaForward(block - 1);
-    else
-      attentionForward(block - 1);
-    swigluForward(block - 1);
+  const bool layer = block > 0 && block < headBlock() && cfg_.family != Family::Mlp;
+  if (layer && chunks() > 1) {  // context parallel: the chunks' attention shares gathered keys and values
+    contextParallelAttentionForward(block - 1);
+    forEachChunk(false, [&] { swigluForward(block - 1); });
+    return;
   }
+  forEachChunk(false, [&] {
+    if (block == 0) {
+      embeddingForward();
+    } else if (block == headBlock()) {
+      headForward();
+    } else if (cfg_.family == Family::Mlp) {
+      mlpLayerForward(block - 1);
+    } else {
+      if (cfg_.family == Family::DeepSeek)
+        mlaForward(block - 1);
+      else
+        attentionForward(block - 1);
+      swigluForward(block - 1);
+    }
+  });
 }
 
 void TrainingStep::backward(int block) {
-  if (block == 0)
-    embeddingBackward();
-  else if (block == headBlock())
-    headBackward();
-  else if (cfg_.family == Family::Mlp)
-    mlpLayerBackward(block - 1);
-  else {
-    swigluBackward(block - 1);
-    if (cfg_.family == Family::DeepSeek)
-      mlaBackward(block - 1);
-    else
-      attentionBackward(block - 1);
+  const bool layer = block > 0 && block < headBlock() && cfg_.family != Family::Mlp;
+  if (layer && chunks() > 1) {
+    forEachChunk(true, [&] { swigluBackward(block - 1); });
+    contextParallelAttentionBackward(block - 1);
+    return;
   }
+  forEachChunk(true, [&] {
+    if (block == 0) {
+      embeddingBackward();
+    } else if (block == headBlock()) {
+      headBackward();
+    } else if (cfg_.family == Family::Mlp) {
+      mlpLayerBackward(block - 1);
+    } else {
+      swigluBackward(block - 1);
+      if (cfg_.family == Family::DeepSeek)
+        mlaBackward(block - 1);
+      else
+        attentionBackward(block - 1);
+    }
+  });
 }
 
 void TrainingStep::addGrad(const std::string& param, const Val& g) {
@@ -347,7 +391,7 @@ Val TrainingStep::accumulatedGrad(const ParamInfo& p) {
 
 void TrainingStep::finishGradients(int block) {
   const int saved = mb_;
-  em_.setMicroBatch(-1, 1);
+  stepWide();
   std::vector<Val> accs;
   const std::vector<ParamInfo> ps = gradParams(block);
   for (const ParamInfo& p : ps)
@@ -379,7 +423,7 @@ void TrainingStep::finishGradients(int block) {
 }
 
 void TrainingStep::finish() {
-  em_.setMicroBatch(-1, 1);
+  stepWide();
   if (lastBlock_ == headBlock()) {
     Layout total = accumulated(lossParts_.front().lay, ctx_, "loss.acc");
     Val loss = lossParts_.size() == 1 ? lossParts_.front() : accumulate(em_, lossParts_, total, "loss");

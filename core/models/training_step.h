@@ -8,6 +8,7 @@
 // hidden states and their gradients between stages.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -50,6 +51,10 @@ class TrainingStep {
   // (positions, valid-token count) they need.
   void begin(int firstBlock, int lastBlock);
   void setMicroBatch(int m);
+  // Context parallel (cp > 1): a device holds two sequence chunks (zig-zag: cp rank r holds chunks r and
+  // 2cp-1-r of 2cp), emitted as separate values "~c0", "~c1"; otherwise one chunk, the whole sequence.
+  int chunks() const { return ctx_.deg().cp > 1 ? 2 : 1; }
+  void setChunk(int c);
   void forward(int block);
   void backward(int block);
   // After the last micro-batch's backward of `block`: accumulates its gradients and reduces them over dp.
@@ -61,9 +66,13 @@ class TrainingStep {
   const Val& get(const std::string& logicalName) const;
 
  private:
-  // Layouts under the current sharding and micro-batch.
-  Layout act(const std::string& name, Shape logical) const;     // batch-major activation rows
-  Layout tokens(const std::string& name, Shape logical) const;  // flattened (batch*seq) rows
+  // Layouts under the current sharding, micro-batch and sequence chunk.
+  Layout act(const std::string& name, Shape logical) const;      // [batch, seq, ...]: rows, chunk of seq
+  Layout fullSeq(const std::string& name, Shape logical) const;  // the rows, the whole sequence
+  int64_t chunkStart(int chunk) const;                           // first position of this rank's chunk
+  int64_t chunkLength() const;
+  void stepWide();  // names without micro-batch and chunk suffix (parameters, accumulators)
+  std::map<std::string, Val>& env(int mb, int chunk);
   Layout param(const ParamInfo& p) const;
   Layout grad(const ParamInfo& p) const;  // this micro-batch's gradient contribution
   // The contribution of one use (module `scope`) of `weight`: a tied weight's uses get their own names.
@@ -98,12 +107,25 @@ class TrainingStep {
   // puts "<layer>.attention.residual") and FFN (reads that, puts the layer output); backward mirrors them.
   std::vector<ParamInfo> attentionParams(int layer) const;
   std::vector<ParamInfo> ffnParams(int layer) const;
-  void attentionForward(int layer);  // GQA (Llama)
+  void attentionForward(int layer);  // GQA (Llama): input, core, output below
   void attentionBackward(int layer);
   // DeepSeek multi-head latent attention (mla_blocks.cpp); the same sublayer contract as attentionForward.
   std::vector<ParamInfo> mlaParams(int layer) const;
   void mlaForward(int layer);
   void mlaBackward(int layer);
+  void attentionInput(int layer);  // norm, q/k/v projections, RoPE: puts q_rot, k_rot, v
+  void attentionCore(int layer);   // puts core.out
+  void attentionOutput(int layer);
+  void attentionOutputBackward(int layer);  // puts core.out.grad
+  void attentionCoreBackward(int layer);    // puts q_rot.grad, k_rot.grad, v.grad
+  void attentionInputBackward(int layer);
+  Json attentionAttrs() const;
+  // Context parallel (context_parallel.cpp): the chunks share all-gathered keys and values.
+  void forEachChunk(bool reverse, const std::function<void()>& fn);
+  void sliceRopeTables();
+  void contextParallelAttentionForward(int layer);
+  void contextParallelAttentionBackward(int layer);
+  Group cpReversed() const;
   void swigluForward(int layer);  // dense SwiGLU MLP
   void swigluBackward(int layer);
   void mlpLayerForward(int layer);
@@ -120,6 +142,7 @@ class TrainingStep {
   Val reduceRowOutput(const Val& partial, const std::string& scope);  // after a row-parallel linear
   int kvReplicas() const;                                             // tp ranks sharing one kv head
   Layout kvSharded(Layout l, int dim) const;                          // this rank's kv head(s)
+  Layout kvGrad(const std::string& name, Shape logical) const;        // kvSharded, one of the replicas' parts
   // The tp ranks whose contributions to p's gradient are partial sums of one shard (one rank when none).
   Group gradSumGroup(const ParamInfo& p) const;
   void reduceGradOverShardReplicas(const std::vector<ParamInfo>& ps, std::vector<Val>& accs);
@@ -130,9 +153,10 @@ class TrainingStep {
   const ShardContext& ctx_;
   Emitter& em_;
   int mb_ = 0;
+  int chunk_ = 0;
   int firstBlock_ = 0, lastBlock_ = 0;
   std::vector<ParamInfo> owned_;
-  std::vector<std::map<std::string, Val>> env_;  // per micro-batch
+  std::vector<std::map<std::string, Val>> env_;  // per micro-batch and chunk
   std::map<std::string, Val> global_;            // parameters, optimizer state, step-wide values
   std::map<std::string, std::vector<Val>> mbGrads_;
   std::map<std::string, Val> grads_;  // reduced gradients, by parameter name

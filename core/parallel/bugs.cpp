@@ -109,7 +109,7 @@ int neighbour(Where& w, std::vector<const char*> axes = {"tp", "dp"}) {
 using Mutation = std::function<void(Where&)>;
 
 struct Needs {
-  int dp = 1, tp = 1, pp = 1, mb = 1;
+  int dp = 1, tp = 1, pp = 1, mb = 1, cp = 1;
   int zero = 0;  // minimum ZeRO stage
   bool llama = false;
   bool tied = false;  // a model with tied embedding/output
@@ -585,6 +585,70 @@ std::vector<Item> buildCatalog() {
       "query heads' contribution.",
       "Megatron-LM GQA with tp > kv heads (replicated kv projections)", {.tp = 4, .llama = true},
       unreduced("attention.wk.weight.grad", "kv"), "gpt-tiny", "dp=2,tp=4");
+  // Context parallel (zig-zag chunks, all-gathered keys/values).
+  const std::string cpSource =
+      "context parallel with zig-zag load balancing (Megatron-LM, TransformerEngine)";
+  add(
+      "rw15-cp-zigzag-positions", "position offsets",
+      "One rank takes the RoPE tables and query positions of its second sequence chunk as if the layout "
+      "were contiguous (chunk r+cp) instead of zig-zag (chunk 2cp-1-r): its queries and keys are rotated "
+      "and masked for the wrong positions.",
+      cpSource, {.cp = 2, .llama = true, .layer = false},
+      [](Where& w) {
+        Device& d = w.here();
+        const int cp = w.spec.cp;
+        for (const char* table : {"rope.cos", "rope.sin", "rope.positions"}) {
+          const std::string id = std::string(table) + "~c1";
+          if (d.graph.findOp(id) == kNone)
+            throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                        " holds no attention layer (choose a rank of a layer stage)");
+          Op& o = opById(d, id);
+          const int64_t start = o.attrs.at("start").get<int64_t>(),
+                        len = o.attrs.at("end").get<int64_t>() - start;
+          const int64_t r = 2 * cp - 1 - start / len, contiguous = (r + cp) * len;
+          if (contiguous == start)
+            throw std::invalid_argument(
+                "on rank " + std::to_string(w.site.rank) +
+                " the zig-zag and the contiguous chunk coincide; choose another rank");
+          o.attrs["start"] = contiguous;
+          o.attrs["end"] = contiguous + len;
+          w.changed(w.site.rank, id);
+        }
+      },
+      "llama3-8b", "cp=2");
+
+  add(
+      "rw16-cp-kv-grad-not-scattered", "missing collective",
+      "The backward of the context-parallel key/value all-gather keeps each rank's own slice of its local "
+      "dK/dV (as if the keys were replicated) instead of reduce-scattering: the other ranks' queries' "
+      "contributions to this rank's keys and values are lost.",
+      cpSource, {.cp = 2, .llama = true},
+      [](Where& w) {
+        for (const char* name : {"attention.k_rot.grad.half", "attention.v.grad.half"})
+          for (int half = 0; half < 2; ++half) {
+            const std::string id = w.mb(w.layer(name + std::to_string(half))) + "/rs";
+            if (w.here().graph.findOp(id) == kNone)
+              throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                          " does not reduce-scatter " + id);
+            const std::vector<int> group = groupOf(opById(w.here(), id));
+            for (size_t i = 0; i < group.size(); ++i) {
+              Device& d = w.dev(group[i]);
+              const Op o = opById(d, id);
+              const int64_t n = d.graph.values[o.outputs[0]].type.shape.at(1);
+              const auto at = static_cast<int64_t>(i) * n;
+              replaceOp(d, id,
+                        {NewOp{id,
+                               "slice",
+                               {nameOf(d, o.inputs[0])},
+                               {{"dim", 1}, {"start", at}, {"end", at + n}},
+                               {nameOf(d, o.outputs[0])},
+                               o.scope,
+                               o.origin}});
+              w.changed(group[i], id);
+            }
+          }
+      },
+      "llama3-8b", "cp=2");
   return c;
 }
 
@@ -669,6 +733,7 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.tp >= n.tp, "tp >= " + std::to_string(n.tp));
   need(spec.pp >= n.pp, "pp >= " + std::to_string(n.pp));
   need(spec.mb >= n.mb, "mb >= " + std::to_string(n.mb));
+  need(spec.cp >= n.cp, "cp >= " + std::to_string(n.cp));
   need(spec.zero >= n.zero, "zero >= " + std::to_string(n.zero));
   need(spec.sp || !n.sp, "sp (sequence parallelism)");
   if (n.tied && plan.logical.findValue("output.weight") != kNone)

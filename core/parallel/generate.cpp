@@ -1,6 +1,7 @@
 #include "core/parallel/generate.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -96,7 +97,6 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 }
 
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
-  require(s.cp == 1, "cp (context parallel) is not supported by the generator yet");
   require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
   if (m.family == Family::DeepSeek)
     require(!s.sp && s.cp == 1, m.name + ": MLA attention does not support sp or cp yet");
@@ -106,6 +106,15 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
                                                 ") is not divisible by dp*mb (" +
                                                 std::to_string(s.dp * s.mb) + ")");
+  require(s.cp == 1 || !s.sp, "cp together with sp is not supported by the generator yet");
+  require(s.cp == 1 || m.family == Family::Mlp || s.tp <= m.kvHeads,
+          "cp with tp above the kv heads (replicated kv heads) is not supported by the generator yet");
+  require(s.cp == 1 || m.family != Family::DeepSeek,
+          "cp (context parallel) for DeepSeek (MLA) attention is not supported by the generator yet");
+  require(shape.seq % (2 * s.cp) == 0, "cp=" + std::to_string(s.cp) + ": the sequence length (" +
+                                           std::to_string(shape.seq) + ") must be divisible by 2*cp (" +
+                                           std::to_string(2 * s.cp) +
+                                           "): context parallel splits it into 2*cp zig-zag chunks");
   require(m.vocab % s.tp == 0, divides("tp", s.tp, "vocabulary size", m.vocab));
   require(m.ffn % s.tp == 0, divides("tp", s.tp, "FFN width", m.ffn));
   if (m.family != Family::Mlp) {
@@ -161,18 +170,31 @@ void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardCon
   step.begin(first, last);
   for (const PipelineStep& ps : pipelineOrder(schedule, stage, d.pp, d.mb)) {
     step.setMicroBatch(ps.microBatch);
+    // Hidden states and their gradients travel per sequence chunk (two chunks per rank under cp).
+    auto eachChunk = [&](const std::function<void()>& fn) {
+      for (int c = 0; c < step.chunks(); ++c) {
+        step.setChunk(c);
+        fn();
+      }
+      step.setChunk(0);
+    };
     if (ps.forward) {
-      if (prev >= 0) step.put(em.recv(step.hiddenLayout(first - 1), DType::F32, self, prev, "pipeline"));
+      if (prev >= 0)
+        eachChunk(
+            [&] { step.put(em.recv(step.hiddenLayout(first - 1), DType::F32, self, prev, "pipeline")); });
       for (int b = first; b <= last; ++b)
         step.forward(b);
-      if (next >= 0) em.send(step.get(step.hiddenName(last)), self, next, "pipeline");
+      if (next >= 0) eachChunk([&] { em.send(step.get(step.hiddenName(last)), self, next, "pipeline"); });
     } else {
-      if (next >= 0) step.put(em.recv(step.hiddenGradLayout(last), DType::F32, self, next, "pipeline"));
+      if (next >= 0)
+        eachChunk(
+            [&] { step.put(em.recv(step.hiddenGradLayout(last), DType::F32, self, next, "pipeline")); });
       for (int b = last; b >= first; --b) {
         step.backward(b);
         if (ps.microBatch == d.mb - 1) step.finishGradients(b);
       }
-      if (prev >= 0) em.send(step.get(step.hiddenName(first - 1) + ".grad"), self, prev, "pipeline");
+      if (prev >= 0)
+        eachChunk([&] { em.send(step.get(step.hiddenName(first - 1) + ".grad"), self, prev, "pipeline"); });
     }
   }
   step.finish();
