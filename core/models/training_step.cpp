@@ -47,6 +47,7 @@ std::vector<ParamInfo> TrainingStep::attentionParams(int layer) const {
 }
 
 std::vector<ParamInfo> TrainingStep::ffnParams(int layer) const {
+  if (moeLayer(layer)) return moeParams(layer);
   const int64_t h = cfg_.hidden, f = cfg_.ffn;
   const std::string l = "layers." + std::to_string(layer);
   std::vector<ParamInfo> ps;
@@ -91,6 +92,7 @@ Layout TrainingStep::tokens(const std::string& name, Shape logical) const {
 Layout TrainingStep::param(const ParamInfo& p) const {
   Layout l = Layout::full(p.name, p.shape);
   if (p.tpDim >= 0) l.shard(p.tpDim, ctx_.at().tp, ctx_.deg().tp);
+  if (p.epDim >= 0) l.shard(p.epDim, ctx_.epIndex(), ctx_.deg().ep);
   return l;
 }
 
@@ -106,6 +108,8 @@ int TrainingStep::gradParts() const {
 
 Layout TrainingStep::grad(const ParamInfo& p) const {
   Layout l = param(p).renamed(p.name + ".grad");
+  // A routed expert's contribution covers the tokens of this rank's whole expert-parallel group.
+  if (p.epDim >= 0) return l.partial(expertGradPart(), expertGradParts());
   l.partial(gradPart(), gradParts());
   return l;
 }
@@ -202,10 +206,12 @@ Val accumulate(Emitter& em, const std::vector<Val>& parts, const Layout& total, 
   return acc;
 }
 
-// The lineage part a device holds after accumulating its micro-batches: one of dp*cp.
+// The lineage part a device holds after accumulating its micro-batches: per-micro-batch parts number
+// (replica * mb + micro-batch) of (replicas * mb), so the sum is part `replica` of `replicas` (dp*cp, or the
+// expert-data-parallel group for routed experts).
 Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueName) {
   const Degrees& d = ctx.deg();
-  l.partial(ctx.at().dp * d.cp + ctx.at().cp, d.dp * d.cp);
+  l.partial(l.part / d.mb, l.parts / d.mb);
   return l.named(valueName);
 }
 }  // namespace
@@ -293,7 +299,10 @@ void TrainingStep::forward(int block) {
     mlpLayerForward(block - 1);
   else {
     attentionForward(block - 1);
-    swigluForward(block - 1);
+    if (moeLayer(block - 1))
+      moeForward(block - 1);
+    else
+      swigluForward(block - 1);
   }
 }
 
@@ -305,7 +314,10 @@ void TrainingStep::backward(int block) {
   else if (cfg_.family == Family::Mlp)
     mlpLayerBackward(block - 1);
   else {
-    swigluBackward(block - 1);
+    if (moeLayer(block - 1))
+      moeBackward(block - 1);
+    else
+      swigluBackward(block - 1);
     attentionBackward(block - 1);
   }
 }
@@ -344,8 +356,22 @@ void TrainingStep::finishGradients(int block) {
       reduced.push_back(
           em_.reduceScatter(accs[i], dpcp, 0, "sum", shardOf(accs[i].lay).whole(), ps[i].scope));
   } else {
-    // One coalesced bucket per block, as data-parallel frameworks overlap reduction with backward.
-    reduced = em_.allReduceBucket(accs, dpcp, "sum", scope);
+    // One coalesced bucket per block and reduction group, as data-parallel frameworks overlap reduction
+    // with backward: routed experts under ep reduce over the expert-data-parallel group only.
+    std::vector<size_t> dense, experts;
+    for (size_t i = 0; i < ps.size(); ++i)
+      (ps[i].epDim >= 0 && ctx_.deg().ep > 1 ? experts : dense).push_back(i);
+    reduced.resize(ps.size());
+    auto bucket = [&](const std::vector<size_t>& idx, const Group& g, const std::string& sc) {
+      std::vector<Val> in;
+      for (size_t i : idx)
+        in.push_back(accs[i]);
+      std::vector<Val> out = em_.allReduceBucket(in, g, "sum", sc);
+      for (size_t k = 0; k < idx.size(); ++k)
+        reduced[idx[k]] = out[k];
+    };
+    bucket(dense, dpcp, scope);
+    bucket(experts, ctx_.group(Axis::EDP), scope + ".mlp.experts");
     if (zeroStage() == 1)
       for (Val& g : reduced) {
         const int64_t rows = em_.type(g).shape.at(0) / dpcp.size(), start = dpcp.indexOf(ctx_.rank()) * rows;
@@ -380,18 +406,25 @@ void TrainingStep::finish() {
   // Global grad-norm: each gradient element counted once - replicated-over-tp parameters only on tp rank 0,
   // the tied embedding only on its first stage, ZeRO shards once each - then summed over every rank that
   // holds distinct pieces: pp x tp, or with sharded gradients all ranks (pp x dp x cp x tp, rank order).
+  // Under expert parallelism routed-expert shards differ along ep: they count on every ep rank, the other
+  // parameters only on ep index 0, summed over pp x ep x tp.
+  const bool ep = d.ep > 1;
   std::vector<Val> counted;
   for (const ParamInfo& p : owned_)
-    if ((p.tpDim >= 0 || ctx_.at().tp == 0) && !tiedCopy(p)) counted.push_back(grads_.at(p.name));
+    if ((p.tpDim >= 0 || ctx_.at().tp == 0) && !tiedCopy(p) && (p.epDim >= 0 || ctx_.epIndex() == 0))
+      counted.push_back(grads_.at(p.name));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
   if (z >= 1)
     nsqLay.partial(ctx_.rank(), d.devices());
+  else if (ep)
+    nsqLay.partial((ctx_.at().pp * d.ep + ctx_.epIndex()) * d.tp + ctx_.at().tp, d.pp * d.ep * d.tp);
   else
     nsqLay.partial(ctx_.at().pp * d.tp + ctx_.at().tp, d.pp * d.tp);
   Val nsq = counted.empty()
                 ? em_.op("constant", {}, {{"shape", Json::array()}, {"value", 0}}, "optimizer.clip", nsqLay)
                 : em_.op("global_norm_sq", counted, {}, "optimizer.clip", nsqLay);
-  nsq = em_.allReduce(nsq, ctx_.group(z >= 1 ? Axis::All : Axis::ModelParallel), "sum", "optimizer.clip");
+  const Axis normGroup = z >= 1 ? Axis::All : ep ? Axis::ExpertModelParallel : Axis::ModelParallel;
+  nsq = em_.allReduce(nsq, ctx_.group(normGroup), "sum", "optimizer.clip");
   Val coef = em_.op("clip_coef", {nsq}, {{"max_norm", 1.0}}, "optimizer.clip",
                     Layout::full("optimizer.clip_coef", {}));
   const Json adamw = {{"lr", 1e-3},  {"beta1", 0.9},        {"beta2", 0.95},

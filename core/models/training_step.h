@@ -30,6 +30,7 @@ struct ParamInfo {
   Shape shape;        // logical
   int tpDim = -1;     // dimension sharded over tp; -1 = replicated
   int block = 0;      // the block whose backward finishes its gradient (the head for a tied copy)
+  int epDim = -1;     // dimension sharded over expert parallelism (routed experts); -1 = not an expert
 };
 
 class TrainingStep {
@@ -100,6 +101,21 @@ class TrainingStep {
   void attentionBackward(int layer);
   void swigluForward(int layer);  // dense SwiGLU MLP
   void swigluBackward(int layer);
+  // DeepSeek MoE FFN (moe_blocks.cpp) for layers >= moe.denseLayers: router, routed experts modelled densely
+  // (every expert sees every token, gates zero the unselected) and dispatched over the expert-parallel
+  // group with all_to_all, shared experts; expert gradients are reduced over the expert-data-parallel group.
+  bool moeLayer(int layer) const;
+  std::vector<ParamInfo> moeParams(int layer) const;
+  void moeForward(int layer);
+  void moeBackward(int layer);
+  void moeRouterForward(int layer);
+  void moeRouterBackward(int layer, const Val& dGates);
+  // Layout of a per-expert token tensor [E, B, S, width]: `dispatched` = this rank's experts with the
+  // tokens of its whole expert-parallel group (after the dispatch all_to_all), else every expert with the
+  // rank's own tokens; `tpSharded` shards the last dim over tp.
+  Layout expertAct(const std::string& name, int64_t width, bool dispatched, bool tpSharded) const;
+  int expertGradPart() const;
+  int expertGradParts() const;
   void mlpLayerForward(int layer);
   void mlpLayerBackward(int layer);
   void headForward();
