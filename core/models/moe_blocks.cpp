@@ -12,6 +12,8 @@
 // group with all_to_all (experts split, tokens concatenated), the local experts run on the group's tokens,
 // and a second all_to_all brings the outputs back. Experts and shared experts are tp-sharded like the dense
 // MLP (Megatron's default expert tensor parallel = tp); the router is replicated over tp.
+#include <map>
+
 #include "core/models/training_step.h"
 
 namespace paraproof::models {
@@ -57,13 +59,18 @@ std::vector<ParamInfo> TrainingStep::moeParams(int layer) const {
   return ps;
 }
 
-Layout TrainingStep::expertAct(const std::string& name, int64_t width, bool dispatched,
-                               bool tpSharded) const {
+Layout TrainingStep::expertAct(const std::string& name, int64_t width, bool dispatched, bool tpSharded,
+                               int source) const {
   const Degrees& d = ctx_.deg();
   const int64_t rows = shape_.batch / (d.dp * d.mb);
   Layout l = Layout::full(name, {cfg_.moe.routedExperts, shape_.batch, shape_.seq, width});
   if (!dispatched || d.ep == 1) {
     l.slice(1, ctx_.at().dp * (shape_.batch / d.dp) + mb_ * rows, rows);
+  } else if (source >= 0) {
+    const int src = ctx_.edpIndex() * d.ep + source;  // dp coordinate of the chunk's tokens
+    l.shard(0, ctx_.epIndex(), d.ep);
+    l.slice(1, src * (shape_.batch / d.dp) + mb_ * rows, rows);
+    l = l.named(name + ".from" + std::to_string(source));
   } else {
     // The ep group's tokens in group order: a contiguous row range only with one micro-batch; otherwise
     // the rows interleave with other micro-batches' and the tensor has no lineage (it stays inside the
@@ -75,6 +82,48 @@ Layout TrainingStep::expertAct(const std::string& name, int64_t width, bool disp
   }
   if (tpSharded) l = sharded(l, 3, ctx_);
   return l;
+}
+
+// The dispatched tensor split back into its ep source chunks (one piece when ep = 1).
+std::vector<Val> TrainingStep::expertChunks(const Val& x, const std::string& name, int64_t width,
+                                            const std::string& scope) {
+  const int n = ctx_.deg().ep;
+  if (n == 1) return {x};
+  std::vector<Layout> outs;
+  for (int j = 0; j < n; ++j)
+    outs.push_back(expertAct(name, width, true, false, j));
+  const int64_t rows = outs.front().localShape().at(1);
+  return em_.opN("split", {x}, {{"dim", 1}, {"sizes", std::vector<int64_t>(static_cast<size_t>(n), rows)}},
+                 scope, outs);
+}
+
+Val TrainingStep::expertConcat(const std::vector<Val>& chunks, const Layout& out, const std::string& scope) {
+  if (chunks.size() == 1) return chunks.front();
+  return em_.op("concat", chunks, {{"dim", 1}}, scope, out);
+}
+
+Layout TrainingStep::expertGradChunk(const std::string& weight, int source) const {
+  const Degrees& d = ctx_.deg();
+  const ParamInfo& p = paramInfo(weight);
+  const int src = ctx_.edpIndex() * d.ep + source;
+  Layout l = param(p).renamed(p.name + ".grad");
+  l.partial((src * d.cp + ctx_.at().cp) * d.mb + mb_, d.dp * d.cp * d.mb);
+  return l.named(p.name + ".grad.from" + std::to_string(source));
+}
+
+// Sums the chunks' contributions: the tokens of the whole ep group, this rank's expert gradient part.
+void TrainingStep::addExpertGrad(const std::string& weight, const std::vector<Val>& parts) {
+  const std::string scope = paramInfo(weight).scope;
+  Val acc = parts.front();
+  for (size_t j = 1; j < parts.size(); ++j) {
+    Layout l = gradUse(weight, scope);
+    if (j + 1 < parts.size()) {
+      l.lineage = false;
+      l = l.named(weight + ".grad.sum" + std::to_string(j));
+    }
+    acc = em_.op("add", {acc, parts[j]}, {}, scope, l);
+  }
+  addGrad(weight, acc);
 }
 
 int TrainingStep::expertGradPart() const {
@@ -150,17 +199,25 @@ void TrainingStep::moeForward(int l) {
   auto expertLinear = [&](const std::string& w, const char* eq, const Val& x, const Layout& out) {
     return em_.op("einsum", {x, get(ex + "." + w + ".weight")}, {{"equation", eq}}, ex + "." + w, out);
   };
-  Val a = expertLinear("w1", "ebsh,efh->ebsf", xd, expertAct(ex + ".w1.out", Fe, true, true));
-  Val u = expertLinear("w3", "ebsh,efh->ebsf", xd, expertAct(ex + ".w3.out", Fe, true, true));
-  Val ac = em_.op("silu", {a}, {}, ex + ".act", expertAct(ex + ".act", Fe, true, true));
-  Val gm = em_.op("mul", {ac, u}, {}, ex + ".gate", expertAct(ex + ".gate", Fe, true, true));
-  Val o = expertLinear("w2", "ebsf,ehf->ebsh", gm, partial(expertAct(ex + ".out", H, true, false), ctx_));
+  const std::vector<Val> xs = expertChunks(xd, ex + ".in", H, ex + ".dispatch");
+  std::vector<Val> os;
+  for (int j = 0; j < static_cast<int>(xs.size()); ++j) {
+    const int src = xs.size() > 1 ? j : -1;
+    auto lay = [&](const std::string& n, int64_t w, bool tps) { return expertAct(n, w, true, tps, src); };
+    Val a = expertLinear("w1", "ebsh,efh->ebsf", xs[j], lay(ex + ".w1.out", Fe, true));
+    Val u = expertLinear("w3", "ebsh,efh->ebsf", xs[j], lay(ex + ".w3.out", Fe, true));
+    Val ac = em_.op("silu", {a}, {}, ex + ".act", lay(ex + ".act", Fe, true));
+    Val gm = em_.op("mul", {ac, u}, {}, ex + ".gate", lay(ex + ".gate", Fe, true));
+    os.push_back(expertLinear("w2", "ebsf,ehf->ebsh", gm, partial(lay(ex + ".out", H, false), ctx_)));
+    for (const Val& t : {xs[j], a, u, ac, gm})
+      env_.at(mb_)[t.lay.name + (src >= 0 ? ".from" + std::to_string(j) : "")] = t;
+  }
+  Val o = expertConcat(os, partial(expertAct(ex + ".out", H, true, false), ctx_), ex + ".combine");
   // Combine: bring every expert's outputs for this rank's tokens back, weight them by the gates.
   Val oc = em_.allToAll(o, ep, 1, 0, partial(expertAct(ex + ".out", H, false, false), ctx_), ex + ".combine");
   Val y = em_.op("einsum", {get(s + ".mlp.gate.weights"), oc}, {{"equation", "bse,ebsh->bsh"}}, ex,
                  partial(act(ex + ".combined", {B, S, H}), ctx_));
-  for (const Val& t : {xd, a, u, ac, gm, oc})
-    put(t);
+  put(oc);
 
   Val f = y;
   if (Fs > 0) {
@@ -222,29 +279,40 @@ void TrainingStep::moeBackward(int l) {
                    expertAct(ex + ".out.grad", H, false, false));
   Val dod = em_.allToAll(doc, ep, 0, 1, expertAct(ex + ".out.grad", H, true, false), ex + ".combine");
 
-  // Expert FFN backward on the dispatched tokens.
-  const Val &xd = get(ex + ".in"), &gm = get(ex + ".gate");
-  auto dw = [&](const std::string& w, const char* eq, const Val& a, const Val& b) {
-    const std::string weight = ex + "." + w + ".weight";
-    addGrad(weight,
-            em_.op("einsum", {a, b}, {{"equation", eq}}, ex + "." + w, gradUse(weight, ex + "." + w)));
-  };
-  auto dx = [&](const std::string& w, const char* eq, const Val& x, const Layout& out) {
-    return em_.op("einsum", {x, get(ex + "." + w + ".weight")}, {{"equation", eq}}, ex + "." + w, out);
-  };
-  Val dgm = dx("w2", "ebsh,ehf->ebsf", dod, expertAct(ex + ".gate.grad", Fe, true, true));
-  dw("w2", "ebsh,ebsf->ehf", dod, gm);
-  Val dac = em_.op("mul", {dgm, get(ex + ".w3.out")}, {}, ex + ".gate",
-                   expertAct(ex + ".act.grad", Fe, true, true));
-  Val du = em_.op("mul", {dgm, get(ex + ".act")}, {}, ex + ".gate",
-                  expertAct(ex + ".w3.out.grad", Fe, true, true));
-  Val da = em_.op("silu_backward", {get(ex + ".w1.out"), dac}, {}, ex + ".act",
-                  expertAct(ex + ".w1.out.grad", Fe, true, true));
-  Val dx1 = dx("w1", "ebsf,efh->ebsh", da, partial(expertAct(ex + ".w1.dx", H, true, false), ctx_));
-  Val dx3 = dx("w3", "ebsf,efh->ebsh", du, partial(expertAct(ex + ".w3.dx", H, true, false), ctx_));
-  Val dxd = em_.op("add", {dx1, dx3}, {}, ex, partial(expertAct(ex + ".in.grad", H, true, false), ctx_));
-  dw("w1", "ebsf,ebsh->efh", da, xd);
-  dw("w3", "ebsf,ebsh->efh", du, xd);
+  // Expert FFN backward on the dispatched tokens, chunk by chunk as in the forward.
+  const std::vector<Val> dods = expertChunks(dod, ex + ".out.grad", H, ex + ".combine");
+  std::map<std::string, std::vector<Val>> dws;
+  std::vector<Val> dxds;
+  for (int j = 0; j < static_cast<int>(dods.size()); ++j) {
+    const int src = dods.size() > 1 ? j : -1;
+    auto lay = [&](const std::string& n, int64_t w, bool tps) { return expertAct(n, w, true, tps, src); };
+    auto saved = [&](const std::string& n) -> const Val& {
+      return get(n + (src >= 0 ? ".from" + std::to_string(j) : ""));
+    };
+    auto dw = [&](const std::string& w, const char* eq, const Val& a, const Val& b) {
+      const std::string weight = ex + "." + w + ".weight";
+      const Layout l = src >= 0 ? expertGradChunk(weight, j) : gradUse(weight, ex + "." + w);
+      dws[weight].push_back(em_.op("einsum", {a, b}, {{"equation", eq}}, ex + "." + w, l));
+    };
+    auto dx = [&](const std::string& w, const char* eq, const Val& x, const Layout& out) {
+      return em_.op("einsum", {x, get(ex + "." + w + ".weight")}, {{"equation", eq}}, ex + "." + w, out);
+    };
+    const Val &xd = saved(ex + ".in"), &dy2 = dods[j];
+    Val dgm = dx("w2", "ebsh,ehf->ebsf", dy2, lay(ex + ".gate.grad", Fe, true));
+    dw("w2", "ebsh,ebsf->ehf", dy2, saved(ex + ".gate"));
+    Val dac = em_.op("mul", {dgm, saved(ex + ".w3.out")}, {}, ex + ".gate", lay(ex + ".act.grad", Fe, true));
+    Val du = em_.op("mul", {dgm, saved(ex + ".act")}, {}, ex + ".gate", lay(ex + ".w3.out.grad", Fe, true));
+    Val da = em_.op("silu_backward", {saved(ex + ".w1.out"), dac}, {}, ex + ".act",
+                    lay(ex + ".w1.out.grad", Fe, true));
+    Val dx1 = dx("w1", "ebsf,efh->ebsh", da, partial(lay(ex + ".w1.dx", H, false), ctx_));
+    Val dx3 = dx("w3", "ebsf,efh->ebsh", du, partial(lay(ex + ".w3.dx", H, false), ctx_));
+    dxds.push_back(em_.op("add", {dx1, dx3}, {}, ex, partial(lay(ex + ".in.grad", H, false), ctx_)));
+    dw("w1", "ebsf,ebsh->efh", da, xd);
+    dw("w3", "ebsf,ebsh->efh", du, xd);
+  }
+  for (const char* w : {"w2", "w1", "w3"})
+    addExpertGrad(ex + "." + w + ".weight", dws.at(ex + "." + w + ".weight"));
+  Val dxd = expertConcat(dxds, partial(expertAct(ex + ".in.grad", H, true, false), ctx_), ex + ".dispatch");
   Val dxe = em_.allToAll(dxd, ep, 1, 0, partial(expertAct(ex + ".in.grad", H, false, false), ctx_),
                          ex + ".dispatch");
   Val dn = em_.op("sum", {dxe}, {{"dims", {0}}, {"keepdim", false}}, ex,

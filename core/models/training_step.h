@@ -113,7 +113,16 @@ class TrainingStep {
   // Layout of a per-expert token tensor [E, B, S, width]: `dispatched` = this rank's experts with the
   // tokens of its whole expert-parallel group (after the dispatch all_to_all), else every expert with the
   // rank's own tokens; `tpSharded` shards the last dim over tp.
-  Layout expertAct(const std::string& name, int64_t width, bool dispatched, bool tpSharded) const;
+  // `source` >= 0 (ep > 1): the chunk of a dispatched tensor holding group member `source`'s tokens. The
+  // expert FFN runs per chunk so every intermediate has lineage (the rows of the whole group are not a box
+  // when micro-batches interleave).
+  Layout expertAct(const std::string& name, int64_t width, bool dispatched, bool tpSharded,
+                   int source = -1) const;
+  std::vector<Val> expertChunks(const Val& dispatched, const std::string& name, int64_t width,
+                                const std::string& scope);
+  Val expertConcat(const std::vector<Val>& chunks, const Layout& out, const std::string& scope);
+  Layout expertGradChunk(const std::string& weight, int source) const;  // tokens of one source rank
+  void addExpertGrad(const std::string& weight, const std::vector<Val>& chunkContributions);
   int expertGradPart() const;
   int expertGradParts() const;
   void mlpLayerForward(int layer);
