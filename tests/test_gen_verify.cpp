@@ -114,6 +114,15 @@ class TestGenVerify : public QObject {
                                            << "dp=2,tp=2,cp=2" << 2;
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 cp2") << "llama3-8b"
                                                    << "dp=2,tp=2,pp=2,mb=2,cp=2" << 4;
+    // DeepSeek MoE and expert parallel: router, dense-formulated routed experts and shared experts (layer 0
+    // of dsv3-16b is dense, layer 1 MoE); ep shards the experts and exchanges tokens with all_to_all.
+    // dsv3-671b: sigmoid scores, group-limited routing, normalised gates (layers 0-2 dense, layer 3 MoE).
+    for (const char* p : {"dp=1", "tp=2", "dp=2,ep=2", "dp=2,tp=2,ep=2", "dp=2,tp=2,pp=2,mb=2,ep=2"})
+      QTest::newRow((std::string("dsv3-16b ") + p).c_str()) << "dsv3-16b" << p << 2;
+    QTest::newRow("dsv3-16b dp2 tp2 pp2 mb2 ep2 (4 layers)") << "dsv3-16b"
+                                                             << "dp=2,tp=2,pp=2,mb=2,ep=2" << 4;
+    for (const char* p : {"dp=1", "dp=2,tp=2,ep=2", "dp=2,pp=2,mb=2,ep=2"})
+      QTest::newRow((std::string("dsv3-671b ") + p).c_str()) << "dsv3-671b" << p << 4;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);

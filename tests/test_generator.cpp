@@ -57,6 +57,11 @@ class TestGenerator : public QObject {
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
     for (const char* p : {"tp=4", "dp=2,tp=4,pp=2,mb=2,sp", "dp=2,tp=4,zero=2"})
       QTest::newRow((std::string("gpt-tiny ") + p).c_str()) << "gpt-tiny" << QString(p) << 2;
+    // DeepSeek MoE and expert parallel.
+    for (const char* p : {"dp=1", "tp=2", "dp=2,ep=2", "dp=4,ep=2", "dp=2,tp=2,pp=2,mb=2,ep=2"})
+      QTest::newRow((std::string("dsv3-16b ") + p).c_str()) << "dsv3-16b" << QString(p) << 2;
+    QTest::newRow("dsv3-671b dp2 ep2") << "dsv3-671b"
+                                       << "dp=2,ep=2" << 4;
     // Context parallel.
     for (const char* m : {"mlp", "gpt-tiny"})
       for (const char* p : {"cp=2", "dp=2,cp=2", "tp=2,pp=2,mb=2,cp=2", "dp=2,cp=2,zero=3"})
@@ -125,6 +130,65 @@ class TestGenerator : public QObject {
     QCOMPARE(d.lineage.at(d.graph.findValue("layers.0.attention.wkv_b.weight")).box.ranges.at(0),
              (std::pair<int64_t, int64_t>{8 * 256, 16 * 256}));
     QVERIFY(d.graph.findOp("layers.0.attention.k_pe_rot.grad/ar") != kNone);
+  }
+
+  // DeepSeek: layers below denseLayers keep the dense SwiGLU, the others get router, routed experts (batched
+  // [E, ...] weights) and shared experts of width sharedExperts * expertFfn.
+  void deepSeekMoeLayerHasRouterExpertsAndSharedExperts() {
+    const models::ModelConfig& m = *models::findModel("dsv3-16b");
+    Plan p = generate("dsv3-16b", "dp=1", 2);
+    const Graph& g = p.logical;
+    auto shapeOf = [&](const std::string& v) {
+      const ValueId id = g.findValue(v);
+      return id == kNone ? Shape{} : g.values[id].type.shape;
+    };
+    const int64_t E = m.moe.routedExperts, Fe = m.moe.expertFfn, H = m.hidden;
+    QCOMPARE(shapeOf("layers.0.mlp.w1.weight"), (Shape{m.ffn, H}));
+    QVERIFY(g.findValue("layers.0.mlp.gate.weight") == kNone);
+    QCOMPARE(shapeOf("layers.1.mlp.gate.weight"), (Shape{E, H}));
+    QCOMPARE(shapeOf("layers.1.mlp.experts.w1.weight"), (Shape{E, Fe, H}));
+    QCOMPARE(shapeOf("layers.1.mlp.experts.w3.weight"), (Shape{E, Fe, H}));
+    QCOMPARE(shapeOf("layers.1.mlp.experts.w2.weight"), (Shape{E, H, Fe}));
+    QCOMPARE(shapeOf("layers.1.mlp.shared_experts.w1.weight"), (Shape{m.moe.sharedExperts * Fe, H}));
+    QCOMPARE(shapeOf("layers.1.mlp.shared_experts.w2.weight"), (Shape{H, m.moe.sharedExperts * Fe}));
+    QVERIFY(g.findValue("layers.1.mlp.w1.weight") == kNone);
+    auto kindOf = [&](const std::string& op) { return g.ops[g.findOp(op)].kind; };
+    QCOMPARE(kindOf("layers.1.mlp.gate.scores"), std::string("softmax"));
+    QCOMPARE(kindOf("layers.1.mlp.gate.select"), std::string("topk_indicator"));
+    QCOMPARE(g.ops[g.findOp("layers.1.mlp.gate.select")].attrs.at("k").get<int>(), m.moe.topk);
+    QCOMPARE(kindOf("layers.1.mlp.experts.in"), std::string("broadcast_to"));
+    QCOMPARE(shapeOf("layers.1.mlp.experts.in").front(), E);
+
+    // V3: sigmoid scores, group-limited selection (top-2 sum per group), normalised gates.
+    Plan v3 = generate("dsv3-671b", "dp=1", 4);
+    const Graph& g3 = v3.logical;
+    QVERIFY(g3.findValue("layers.2.mlp.gate.weight") == kNone);
+    QCOMPARE(g3.ops[g3.findOp("layers.3.mlp.gate.scores")].kind, std::string("sigmoid"));
+    QCOMPARE(g3.ops[g3.findOp("layers.3.mlp.gate.group_select")].attrs.at("k").get<int>(), 4);
+    QVERIFY(g3.findOp("layers.3.mlp.gate.normalized") != kNone);
+  }
+
+  // ep=2: each rank holds half the experts (box on the expert dim), dispatches and combines with all_to_all
+  // over its ep group, and reduces expert gradients over the expert-data-parallel group only.
+  void expertParallelShardsExpertsAndExchangesTokens() {
+    Plan p = generate("dsv3-16b", "dp=4,ep=2", 2);
+    QCOMPARE(p.mesh.axes, (std::vector<std::string>{"dp", "ep"}));
+    const Device& d = p.devices.at(3);
+    QCOMPARE(d.coord, (std::vector<int64_t>{1, 1}));
+    const ValueId w1 = d.graph.findValue("layers.1.mlp.experts.w1.weight");
+    QCOMPARE(d.lineage.at(w1).box.ranges.front(), (std::pair<int64_t, int64_t>{32, 64}));
+    int a2a = 0;
+    std::vector<int> expertGroup;
+    for (const Op& o : d.graph.ops) {
+      if (o.kind == "all_to_all") {
+        ++a2a;
+        QCOMPARE(o.attrs.at("group").get<std::vector<int>>(), (std::vector<int>{2, 3}));
+      }
+      if (o.kind == "all_reduce" && o.scope == "layers.1.mlp.experts")
+        expertGroup = o.attrs.at("group").get<std::vector<int>>();
+    }
+    QCOMPARE(a2a, 4);  // dispatch and combine, forward and backward
+    QCOMPARE(expertGroup, (std::vector<int>{1, 3}));
   }
 
   // GPT-2 style tying: one logical parameter read by the embedding and the output projection, its gradient
@@ -291,6 +355,12 @@ class TestGenerator : public QObject {
     QTest::newRow("cp vs seq") << "gpt-tiny"
                                << "cp=3"
                                << "divisible by 2*cp";
+    QTest::newRow("ep vs dp") << "dsv3-16b"
+                              << "dp=2,ep=4"
+                              << "must divide dp";
+    QTest::newRow("ep on a dense model") << "llama3-8b"
+                                         << "dp=2,ep=2"
+                                         << "needs a MoE model";
   }
   void impossibleCombinationsAreRejected() {
     QFETCH(QString, model);

@@ -59,6 +59,24 @@ Group ShardContext::group(Axis a) const {
         for (c.tp = 0; c.tp < deg_.tp; ++c.tp)
           add(c);
       break;
+    case Axis::EP:
+      axisName = "ep";
+      for (c.dp = edpIndex() * deg_.ep; c.dp < (edpIndex() + 1) * deg_.ep; ++c.dp)
+        add(c);
+      break;
+    case Axis::EDP:
+      axisName = "edp";
+      for (c.dp = epIndex(); c.dp < deg_.dp; c.dp += deg_.ep)
+        for (c.cp = 0; c.cp < deg_.cp; ++c.cp)
+          add(c);
+      break;
+    case Axis::ExpertModelParallel:
+      axisName = "emp";
+      for (c.pp = 0; c.pp < deg_.pp; ++c.pp)
+        for (c.dp = edpIndex() * deg_.ep; c.dp < (edpIndex() + 1) * deg_.ep; ++c.dp)
+          for (c.tp = 0; c.tp < deg_.tp; ++c.tp)
+            add(c);
+      break;
     case Axis::All:
       axisName = "all";
       for (int r = 0; r < deg_.devices(); ++r)

@@ -23,7 +23,10 @@ struct MeshCoord {
   int pp = 0, dp = 0, cp = 0, tp = 0;
 };
 
-enum class Axis { TP, DP, CP, PP, DPCP, ModelParallel /* pp x tp */, All };
+// EP: the expert-parallel group, `ep` ranks with consecutive dp coordinates (equal pp/cp/tp); EDP: the
+// expert-data-parallel group, the dp x cp ranks with this rank's ep index (where expert gradients are
+// reduced); ExpertModelParallel: pp x ep x tp (every distinct expert and model shard once).
+enum class Axis { TP, DP, CP, PP, DPCP, ModelParallel /* pp x tp */, All, EP, EDP, ExpertModelParallel };
 
 struct Group {
   std::string name;  // e.g. "tp0": axis and first rank; part of collective instance ids
@@ -43,6 +46,8 @@ class ShardContext {
   int rank() const { return rankOf(at_); }
   int rankOf(const MeshCoord& c) const { return ((c.pp * deg_.dp + c.dp) * deg_.cp + c.cp) * deg_.tp + c.tp; }
   static MeshCoord coordOf(const Degrees& d, int rank);
+  int epIndex() const { return at_.dp % deg_.ep; }   // position in the expert-parallel group
+  int edpIndex() const { return at_.dp / deg_.ep; }  // which expert-parallel group along dp
   Group group(Axis a) const;
 
  private:

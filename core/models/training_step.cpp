@@ -54,6 +54,7 @@ std::vector<ParamInfo> TrainingStep::attentionParams(int layer) const {
 }
 
 std::vector<ParamInfo> TrainingStep::ffnParams(int layer) const {
+  if (moeLayer(layer)) return moeParams(layer);
   const int64_t h = cfg_.hidden, f = cfg_.ffn;
   const std::string l = "layers." + std::to_string(layer);
   std::vector<ParamInfo> ps;
@@ -107,6 +108,7 @@ int64_t TrainingStep::chunkLength() const {
 Layout TrainingStep::param(const ParamInfo& p) const {
   Layout l = Layout::full(p.name, p.shape);
   if (p.tpDim >= 0) l.shard(p.tpDim, ctx_.at().tp / p.tpReplicas, ctx_.deg().tp / p.tpReplicas);
+  if (p.epDim >= 0) l.shard(p.epDim, ctx_.epIndex(), ctx_.deg().ep);
   return l;
 }
 
@@ -122,6 +124,8 @@ int TrainingStep::gradParts() const {
 
 Layout TrainingStep::grad(const ParamInfo& p) const {
   Layout l = param(p).renamed(p.name + ".grad");
+  // A routed expert's contribution covers the tokens of this rank's whole expert-parallel group.
+  if (p.epDim >= 0) return l.partial(expertGradPart(), expertGradParts());
   // Ranks of gradSumGroup each contribute a partial sum: a further split of this micro-batch's part.
   const Group g = gradSumGroup(p);
   l.partial(gradPart() * g.size() + std::max(0, g.indexOf(ctx_.rank())), gradParts() * g.size());
@@ -235,13 +239,14 @@ Val accumulate(Emitter& em, const std::vector<Val>& parts, const Layout& total, 
   return acc;
 }
 
-// The lineage part a device holds after accumulating its micro-batches (and chunks): one of dp*cp (times the
-// sub-split of gradients that are partial within a tp sub-group, see grad()).
-Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueName) {
+// The lineage part a device holds after accumulating its micro-batches (and context-parallel chunks).
+// Per-micro-batch parts are numbered ((replica * mb + micro-batch) * chunks + chunk) * sub + k, where `sub`
+// splits a gradient that is partial within a tp sub-group (see grad()); the sum is part replica * sub + k of
+// replicas * sub (replicas: dp*cp, or the expert-data-parallel group for routed experts).
+Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueName, int sub = 1) {
   const Degrees& d = ctx.deg();
-  const int chunks = d.cp > 1 ? 2 : 1;  // as TrainingStep::chunks()
-  const int sub = std::max(1, l.parts / (d.dp * d.cp * d.mb * chunks));
-  l.partial((ctx.at().dp * d.cp + ctx.at().cp) * sub + l.part % sub, d.dp * d.cp * sub);
+  const int per = d.mb * (d.cp > 1 ? 2 : 1);  // chunks as TrainingStep::chunks()
+  l.partial(l.part / (per * sub) * sub + l.part % sub, l.parts / per);
   return l.named(valueName);
 }
 }  // namespace
@@ -329,7 +334,7 @@ void TrainingStep::forward(int block) {
   const bool layer = block > 0 && block < headBlock() && cfg_.family != Family::Mlp;
   if (layer && chunks() > 1) {  // context parallel: the chunks' attention shares gathered keys and values
     contextParallelAttentionForward(block - 1);
-    forEachChunk(false, [&] { swigluForward(block - 1); });
+    forEachChunk(false, [&] { ffnForward(block - 1); });
     return;
   }
   forEachChunk(false, [&] {
@@ -344,15 +349,29 @@ void TrainingStep::forward(int block) {
         mlaForward(block - 1);
       else
         attentionForward(block - 1);
-      swigluForward(block - 1);
+      ffnForward(block - 1);
     }
   });
+}
+
+void TrainingStep::ffnForward(int layer) {
+  if (moeLayer(layer))
+    moeForward(layer);
+  else
+    swigluForward(layer);
+}
+
+void TrainingStep::ffnBackward(int layer) {
+  if (moeLayer(layer))
+    moeBackward(layer);
+  else
+    swigluBackward(layer);
 }
 
 void TrainingStep::backward(int block) {
   const bool layer = block > 0 && block < headBlock() && cfg_.family != Family::Mlp;
   if (layer && chunks() > 1) {
-    forEachChunk(true, [&] { swigluBackward(block - 1); });
+    forEachChunk(true, [&] { ffnBackward(block - 1); });
     contextParallelAttentionBackward(block - 1);
     return;
   }
@@ -364,7 +383,7 @@ void TrainingStep::backward(int block) {
     } else if (cfg_.family == Family::Mlp) {
       mlpLayerBackward(block - 1);
     } else {
-      swigluBackward(block - 1);
+      ffnBackward(block - 1);
       if (cfg_.family == Family::DeepSeek)
         mlaBackward(block - 1);
       else
@@ -385,7 +404,8 @@ Val TrainingStep::accumulatedGrad(const ParamInfo& p) {
                                  [&](const Val& v) { return v.lay.name != parts.front().lay.name; });
   // Several uses: the sum is the parameter's gradient itself (named so in the logical graph).
   const Layout base = mixed ? grad(p) : parts.front().lay;
-  const Layout total = accumulated(base, ctx_, mixed && em_.logical() ? "" : base.name + ".acc");
+  const int sub = p.epDim >= 0 ? 1 : gradSumGroup(p).size();
+  const Layout total = accumulated(base, ctx_, mixed && em_.logical() ? "" : base.name + ".acc", sub);
   return accumulate(em_, parts, total, p.scope);
 }
 
@@ -408,8 +428,22 @@ void TrainingStep::finishGradients(int block) {
       reduced.push_back(
           em_.reduceScatter(accs[i], dpcp, 0, "sum", shardOf(accs[i].lay).whole(), ps[i].scope));
   } else {
-    // One coalesced bucket per block, as data-parallel frameworks overlap reduction with backward.
-    reduced = em_.allReduceBucket(accs, dpcp, "sum", scope);
+    // One coalesced bucket per block and reduction group, as data-parallel frameworks overlap reduction
+    // with backward: routed experts under ep reduce over the expert-data-parallel group only.
+    std::vector<size_t> dense, experts;
+    for (size_t i = 0; i < ps.size(); ++i)
+      (ps[i].epDim >= 0 && ctx_.deg().ep > 1 ? experts : dense).push_back(i);
+    reduced.resize(ps.size());
+    auto bucket = [&](const std::vector<size_t>& idx, const Group& g, const std::string& sc) {
+      std::vector<Val> in;
+      for (size_t i : idx)
+        in.push_back(accs[i]);
+      std::vector<Val> out = em_.allReduceBucket(in, g, "sum", sc);
+      for (size_t k = 0; k < idx.size(); ++k)
+        reduced[idx[k]] = out[k];
+    };
+    bucket(dense, dpcp, scope);
+    bucket(experts, ctx_.group(Axis::EDP), scope + ".mlp.experts");
     if (zeroStage() == 1)
       for (Val& g : reduced) {
         const int64_t rows = em_.type(g).shape.at(0) / dpcp.size(), start = dpcp.indexOf(ctx_.rank()) * rows;
@@ -444,18 +478,25 @@ void TrainingStep::finish() {
   // Global grad-norm: each gradient element counted once - replicated-over-tp parameters only on tp rank 0,
   // the tied embedding only on its first stage, ZeRO shards once each - then summed over every rank that
   // holds distinct pieces: pp x tp, or with sharded gradients all ranks (pp x dp x cp x tp, rank order).
+  // Under expert parallelism routed-expert shards differ along ep: they count on every ep rank, the other
+  // parameters only on ep index 0, summed over pp x ep x tp.
+  const bool ep = d.ep > 1;
   std::vector<Val> counted;
   for (const ParamInfo& p : owned_)
-    if (countedInGradNorm(p) && !tiedCopy(p)) counted.push_back(grads_.at(p.name));
+    if (countedInGradNorm(p) && !tiedCopy(p) && (p.epDim >= 0 || ctx_.epIndex() == 0))
+      counted.push_back(grads_.at(p.name));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
   if (z >= 1)
     nsqLay.partial(ctx_.rank(), d.devices());
+  else if (ep)
+    nsqLay.partial((ctx_.at().pp * d.ep + ctx_.epIndex()) * d.tp + ctx_.at().tp, d.pp * d.ep * d.tp);
   else
     nsqLay.partial(ctx_.at().pp * d.tp + ctx_.at().tp, d.pp * d.tp);
   Val nsq = counted.empty()
                 ? em_.op("constant", {}, {{"shape", Json::array()}, {"value", 0}}, "optimizer.clip", nsqLay)
                 : em_.op("global_norm_sq", counted, {}, "optimizer.clip", nsqLay);
-  nsq = em_.allReduce(nsq, ctx_.group(z >= 1 ? Axis::All : Axis::ModelParallel), "sum", "optimizer.clip");
+  const Axis normGroup = z >= 1 ? Axis::All : ep ? Axis::ExpertModelParallel : Axis::ModelParallel;
+  nsq = em_.allReduce(nsq, ctx_.group(normGroup), "sum", "optimizer.clip");
   Val coef = em_.op("clip_coef", {nsq}, {{"max_norm", 1.0}}, "optimizer.clip",
                     Layout::full("optimizer.clip_coef", {}));
   const Json adamw = {{"lr", 1e-3},  {"beta1", 0.9},        {"beta2", 0.95},

@@ -33,6 +33,7 @@ struct ParamInfo {
   int block = 0;       // the block whose backward finishes its gradient (the head for a tied copy)
   int tpReplicas = 1;  // consecutive tp ranks holding the same shard (kv heads replicated when tp > kv heads)
   bool sequenceParallel = false;  // replicated over tp; under sp each tp rank sees only its sequence shard
+  int epDim = -1;  // dimension sharded over expert parallelism (routed experts); -1 = not an expert
 };
 
 class TrainingStep {
@@ -126,8 +127,34 @@ class TrainingStep {
   void contextParallelAttentionForward(int layer);
   void contextParallelAttentionBackward(int layer);
   Group cpReversed() const;
+  void ffnForward(int layer);  // dense SwiGLU, or MoE on DeepSeek's MoE layers
+  void ffnBackward(int layer);
   void swigluForward(int layer);  // dense SwiGLU MLP
   void swigluBackward(int layer);
+  // DeepSeek MoE FFN (moe_blocks.cpp) for layers >= moe.denseLayers: router, routed experts modelled densely
+  // (every expert sees every token, gates zero the unselected) and dispatched over the expert-parallel
+  // group with all_to_all, shared experts; expert gradients are reduced over the expert-data-parallel group.
+  bool moeLayer(int layer) const;
+  std::vector<ParamInfo> moeParams(int layer) const;
+  void moeForward(int layer);
+  void moeBackward(int layer);
+  void moeRouterForward(int layer);
+  void moeRouterBackward(int layer, const Val& dGates);
+  // Layout of a per-expert token tensor [E, B, S, width]: `dispatched` = this rank's experts with the
+  // tokens of its whole expert-parallel group (after the dispatch all_to_all), else every expert with the
+  // rank's own tokens; `tpSharded` shards the last dim over tp.
+  // `source` >= 0 (ep > 1): the chunk of a dispatched tensor holding group member `source`'s tokens. The
+  // expert FFN runs per chunk so every intermediate has lineage (the rows of the whole group are not a box
+  // when micro-batches interleave).
+  Layout expertAct(const std::string& name, int64_t width, bool dispatched, bool tpSharded,
+                   int source = -1) const;
+  std::vector<Val> expertChunks(const Val& dispatched, const std::string& name, int64_t width,
+                                const std::string& scope);
+  Val expertConcat(const std::vector<Val>& chunks, const Layout& out, const std::string& scope);
+  Layout expertGradChunk(const std::string& weight, int source) const;  // tokens of one source rank
+  void addExpertGrad(const std::string& weight, const std::vector<Val>& chunkContributions);
+  int expertGradPart() const;
+  int expertGradParts() const;
   void mlpLayerForward(int layer);
   void mlpLayerBackward(int layer);
   void headForward();

@@ -9,6 +9,7 @@ void registerNN(std::vector<OpDef>& reg) {
   registerAttention(reg);
   registerTokenOps(reg);
   registerRouting(reg);
+  registerMoe(reg);
   registerTraining(reg);
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/models/zoo.h"
 #include "core/parallel/generate.h"
 #include "core/parallel/plan_edit.h"
 
@@ -109,8 +110,9 @@ int neighbour(Where& w, std::vector<const char*> axes = {"tp", "dp"}) {
 using Mutation = std::function<void(Where&)>;
 
 struct Needs {
-  int dp = 1, tp = 1, pp = 1, mb = 1, cp = 1;
-  int zero = 0;  // minimum ZeRO stage
+  int dp = 1, tp = 1, pp = 1, mb = 1, cp = 1, ep = 1;
+  bool moe = false;  // the site layer is a MoE layer (default: the first one)
+  int zero = 0;      // minimum ZeRO stage
   bool llama = false;
   bool tied = false;  // a model with tied embedding/output
   bool layer = true;  // the site names a layer
@@ -649,6 +651,54 @@ std::vector<Item> buildCatalog() {
           }
       },
       "llama3-8b", "cp=2");
+  // DeepSeek MoE under expert parallelism.
+  const std::string moe = "DeepSeek MoE expert parallelism (Megatron-LM / DeepSpeed-MoE token dispatch)";
+  add(
+      "rw18-ep-dispatch-permutation", "expert-parallel dispatch",
+      "The combine all_to_all of one expert-parallel group lists the group's ranks in another order than the "
+      "dispatch did, so each rank receives the expert outputs computed for another rank's tokens (and in a "
+      "permuted expert order) and mixes them with its own gates.",
+      moe, {.ep = 2, .moe = true},
+      [](Where& w) {
+        const std::string id = w.mb(w.layer("mlp.experts.out")) + "/a2a";
+        if (w.here().graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) + " has no combine all_to_all " +
+                                      id);
+        for (int r : groupOf(opById(w.here(), id))) {
+          Op& o = opById(w.dev(r), id);
+          std::vector<int> g = groupOf(o);
+          std::reverse(g.begin(), g.end());
+          o.attrs["group"] = g;
+          w.changed(r, id);
+        }
+      },
+      "dsv3-16b", "dp=2,ep=2");
+
+  add(
+      "rw19-expert-grad-wrong-group", "gradient reduction group",
+      "The routed experts' gradient all-reduce runs over the whole data-parallel group instead of the "
+      "expert-data-parallel group (the dp ranks holding the same experts): gradients of different experts "
+      "are summed together.",
+      moe, {.dp = 4, .ep = 2, .moe = true},
+      [](Where& w) {
+        const std::string scope = w.layer("mlp.experts");
+        std::string id;
+        for (const Op& o : w.here().graph.ops)
+          if (o.kind == "all_reduce" && o.scope == scope &&
+              o.attrs.at("instance").get<std::string>().find("@edp") != std::string::npos)
+            id = o.id;
+        if (id.empty())
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " reduces no expert gradients over an expert-data-parallel group");
+        const std::vector<int> dp = groupOf(opById(w.here(), gradBucket(w)));
+        for (int r : dp) {
+          Op& o = opById(w.dev(r), id);
+          o.attrs["group"] = dp;
+          o.attrs["instance"] = id + "@dp" + std::to_string(dp.front());
+          w.changed(r, id);
+        }
+      },
+      "dsv3-16b", "dp=4,ep=2");
   return c;
 }
 
@@ -736,6 +786,7 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.cp >= n.cp, "cp >= " + std::to_string(n.cp));
   need(spec.zero >= n.zero, "zero >= " + std::to_string(n.zero));
   need(spec.sp || !n.sp, "sp (sequence parallelism)");
+  need(spec.ep >= n.ep, "ep >= " + std::to_string(n.ep));
   if (n.tied && plan.logical.findValue("output.weight") != kNone)
     throw std::invalid_argument(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
   const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
@@ -749,6 +800,17 @@ Injection injectBug(Plan& plan, const std::string& text) {
   if (w.site.microBatch >= spec.mb)
     throw std::invalid_argument("--inject: mb=" + std::to_string(w.site.microBatch) + " but the plan has " +
                                 std::to_string(spec.mb) + " micro-batches");
+  if (n.moe) {
+    const models::ModelConfig* m = models::findModel(gen.at("model").get<std::string>());
+    const int firstMoe = m ? m->moe.denseLayers : 0;
+    if (!m || m->moe.routedExperts == 0 || firstMoe >= layers)
+      throw std::invalid_argument(req.id + " needs a MoE layer (try --model " + item.entry.model + ")");
+    if (w.site.layer < 0) w.site.layer = firstMoe;
+    if (w.site.layer < firstMoe)
+      throw std::invalid_argument("--inject: layer " + std::to_string(w.site.layer) +
+                                  " has a dense FFN (the first MoE layer is " + std::to_string(firstMoe) +
+                                  ")");
+  }
   if (n.layer) {
     if (w.site.layer < 0) w.site.layer = 0;
     if (w.site.layer >= layers)

@@ -97,9 +97,23 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 }
 
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
-  require(s.ep == 1, "ep (expert parallel) is not supported by the generator yet");
   if (m.family == Family::DeepSeek)
     require(!s.sp && s.cp == 1, m.name + ": MLA attention does not support sp or cp yet");
+  if (s.ep > 1) {
+    require(m.family == Family::DeepSeek && m.moe.routedExperts > 0,
+            "ep (expert parallel) needs a MoE model (dsv3-16b, dsv3-236b, dsv3-671b)");
+    require(s.dp % s.ep == 0, "ep=" + std::to_string(s.ep) + " must divide dp (" + std::to_string(s.dp) +
+                                  "): an expert-parallel group is ep consecutive data-parallel ranks");
+    require(m.moe.routedExperts % s.ep == 0,
+            divides("ep", s.ep, "number of routed experts", m.moe.routedExperts));
+    require(s.zero == 0, "zero with ep (expert-data-parallel optimizer sharding) is not supported yet");
+    require(s.cp == 1, "cp with ep is not supported yet");
+  }
+  if (m.family == Family::DeepSeek && shape.layers > m.moe.denseLayers) {
+    require(m.moe.expertFfn % s.tp == 0, divides("tp", s.tp, "expert FFN width", m.moe.expertFfn));
+    require(m.moe.routedExperts % m.moe.groups == 0 && m.moe.topkGroups <= m.moe.groups,
+            m.name + ": routed experts must split evenly into the routing groups");
+  }
   require(shape.layers >= 1, "the model needs at least one layer");
   require(s.pp <= shape.layers, "pp=" + std::to_string(s.pp) + " exceeds the number of layers (" +
                                     std::to_string(shape.layers) + "): every pipeline stage needs a layer");
@@ -202,7 +216,9 @@ void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardCon
 
 Mesh meshOf(const Degrees& d) {
   Mesh m;
-  for (auto [name, n] : {std::pair{"pp", d.pp}, {"dp", d.dp}, {"cp", d.cp}, {"tp", d.tp}})
+  // dp splits into (dp/ep, ep): an expert-parallel group is ep consecutive dp coordinates.
+  for (auto [name, n] :
+       {std::pair{"pp", d.pp}, {"dp", d.dp / d.ep}, {"ep", d.ep}, {"cp", d.cp}, {"tp", d.tp}})
     if (n > 1) {
       m.axes.push_back(name);
       m.shape.push_back(n);
@@ -214,10 +230,14 @@ Mesh meshOf(const Degrees& d) {
   return m;
 }
 
-std::vector<int64_t> coordOf(const Mesh& mesh, const MeshCoord& c) {
+std::vector<int64_t> coordOf(const Mesh& mesh, const Degrees& d, const MeshCoord& c) {
   std::vector<int64_t> out;
   for (const std::string& a : mesh.axes)
-    out.push_back(a == "pp" ? c.pp : a == "dp" ? c.dp : a == "cp" ? c.cp : c.tp);
+    out.push_back(a == "pp"   ? c.pp
+                  : a == "dp" ? c.dp / d.ep
+                  : a == "ep" ? c.dp % d.ep
+                  : a == "cp" ? c.cp
+                              : c.tp);
   return out;
 }
 
@@ -252,7 +272,7 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
     Device dev;
     dev.rank = r;
     const MeshCoord at = ShardContext::coordOf(d, r);
-    dev.coord = coordOf(plan.mesh, at);
+    dev.coord = coordOf(plan.mesh, d, at);
     dev.graph.name = "rank" + std::to_string(r);
     buildProgram(model, shape, ShardContext(d, at), spec.schedule, dev.graph, &dev.lineage);
     plan.devices.push_back(std::move(dev));
