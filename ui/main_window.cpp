@@ -625,8 +625,7 @@ void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
 
 void MainWindow::onStageFinished(const verify::StageResult& result) {
   stageModel_->setResult(result);
-  scheduleStatePush();
-  updateProgress();
+  scheduleStatePush();  // colours and progress follow within 60 ms, once per burst of results
 }
 
 void MainWindow::onFinished(const verify::Report& report) {
@@ -636,8 +635,7 @@ void MainWindow::onFinished(const verify::Report& report) {
   if (stageModel_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty()) {
     onStagesPlanned(report.stages);
   }
-  for (const auto& r : report.results)
-    stageModel_->setResult(r);
+  stageModel_->setResults(report.results);
   if (report.cancelled) stageModel_->markUnfinishedCancelled();
   pushStates();
   runAction_->setEnabled(true);
@@ -700,6 +698,7 @@ void MainWindow::scheduleStatePush() {
 
 void MainWindow::pushStates() {
   stateTimer_.stop();
+  updateProgress();
   if (!logicalModel_ || !parallelModel_) return;
   const auto& states = stageModel_->states();
   logicalView_->setElementStates(stageMap_.logicalStates(states));
