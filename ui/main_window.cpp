@@ -28,6 +28,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 #include <set>
 
 #include "core/parallel/bugs.h"
@@ -69,6 +70,22 @@ QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) 
   return panel;
 }
 
+// Reads and validates a plan file; on failure returns no plan and the error text.
+std::shared_ptr<Plan> tryLoadPlan(const QString& path, QString* error) {
+  try {
+    return std::make_shared<Plan>(loadPlan(path.toStdString()));
+  } catch (const PlanError& e) {
+    QString text;
+    for (const Diagnostic& d : e.diagnostics())
+      text += QString::fromStdString(d.str()) + "\n";
+    if (text.isEmpty()) text = QString::fromUtf8(e.what());
+    *error = text.trimmed();
+  } catch (const std::exception& e) {
+    *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -78,6 +95,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
   worker_ = new LayoutWorker;
   controller_ = new VerificationController(this);
+  builder_ = new HierarchyBuilder(this);
+  connect(builder_, &HierarchyBuilder::built, this, &MainWindow::onHierarchyBuilt);
   options_ = loadVerifyOptions();
   stageModel_ = new StageTableModel(this);
   buildCentral();
@@ -109,6 +128,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
   delete controller_;  // joins a running verification before the views go away
   controller_ = nullptr;
+  delete builder_;  // waits for a build in progress; its result is never delivered
+  builder_ = nullptr;
   delete logicalView_;
   delete parallelView_;
   logicalView_ = parallelView_ = nullptr;
@@ -355,32 +376,55 @@ void MainWindow::buildStatusBar() {
 }
 
 bool MainWindow::openPlanFile(const QString& path, QString* error) {
-  try {
-    Plan p = loadPlan(path.toStdString());
-    planPath_ = path;
-    openPlan(std::move(p), path);
-    return true;
-  } catch (const PlanError& e) {
-    QString text;
-    for (const Diagnostic& d : e.diagnostics())
-      text += QString::fromStdString(d.str()) + "\n";
-    if (text.isEmpty()) text = QString::fromUtf8(e.what());
-    if (error) *error = text.trimmed();
-    statusBar()->showMessage(tr("Could not open %1").arg(path));
-    return false;
-  } catch (const std::exception& e) {
-    if (error) *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
+  QString text;
+  std::shared_ptr<Plan> p = tryLoadPlan(path, &text);
+  if (!p) {
+    if (error) *error = text;
     statusBar()->showMessage(tr("Could not open %1").arg(path));
     return false;
   }
+  openPlan(std::move(*p), path);
+  return true;
+}
+
+void MainWindow::openPlanFileInBackground(const QString& path) {
+  const uint64_t generation = ++loadGeneration_;
+  loading_ = true;
+  statusBar()->showMessage(tr("Loading %1\u2026").arg(path));
+  struct Loaded {
+    std::shared_ptr<Plan> plan;
+    QString error;
+  };
+  QtConcurrent::run([path] {
+    Loaded l;
+    l.plan = tryLoadPlan(path, &l.error);
+    return l;
+  }).then(this, [this, generation, path](Loaded loaded) {
+    if (generation != loadGeneration_) {  // another plan was opened meanwhile
+      destroyInBackground(std::move(loaded.plan));
+      return;
+    }
+    loading_ = false;
+    if (!loaded.plan) {
+      statusBar()->showMessage(tr("Could not open %1").arg(path));
+      QMessageBox::warning(this, tr("Cannot open plan"), loaded.error);
+      return;
+    }
+    openPlan(std::move(*loaded.plan), path);
+    destroyInBackground(std::move(loaded.plan));  // the moved-from shell
+  });
 }
 
 void MainWindow::openPlan(Plan plan, const QString& source) {
   if (controller_->isRunning()) controller_->cancel();
+  ++loadGeneration_;  // a background load still running must not replace this plan
+  loading_ = false;
   planPath_ = source;
-  plan_ = std::make_shared<Plan>(std::move(plan));
+  std::shared_ptr<const Plan> previous = std::move(plan_);
+  plan_ = std::make_shared<const Plan>(std::move(plan));
   haveReport_ = false;
   stageInfos_.clear();
+  ++stagesVersion_;
   stageModel_->clear();
   cexPanel_->showNothing(tr("Run verification (F5) to check every stage."));
   verdictLabel_->clear();
@@ -388,21 +432,98 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   progress_->setValue(0);
   progress_->setFormat(tr("not verified"));
   progressLabel_->clear();
-  logicalModel_ = std::make_shared<GraphModel>(GraphModel::logical(*plan_));
-  logicalModel_->autoExpand(kOverviewBudget);
-  logicalView_->setModel(logicalModel_);
+  // Nothing of the previous plan stays: element numbers of its models mean nothing now. Freeing them (and the
+  // plan) is left to a pool thread; the views show a placeholder until the new hierarchies arrive.
+  links_->clear();
+  logicalView_->setModel(nullptr);
+  parallelView_->setModel(nullptr);
+  destroyInBackground(std::move(previous), std::move(logicalModel_), std::move(parallelModel_),
+                      std::move(logicalStructure_), std::make_shared<LineageIndex>(std::move(lineage_)),
+                      std::make_shared<StageMap>(std::move(stageMap_)));
+  lineage_ = LineageIndex();
+  stageMap_ = StageMap();
+  logicalView_->setPlaceholder(
+      tr("Building the hierarchy of %1 logical ops\u2026").arg(plan_->logical.ops.size()));
+  parallelView_->setPlaceholder(tr("Building the hierarchy of %1 devices\u2026").arg(plan_->devices.size()));
+  parallelHeader_->setText(tr("<b>Parallel</b>"));
   refreshParallelChoices();
-  rebuildParallelModel();
+  requestHierarchy(true);
   runAction_->setEnabled(true);
   searchHits_.clear();
   lastSearch_.clear();
   updateTitle();
-  statusBar()->showMessage(tr("Opened %1: %2 logical ops, %3 devices")
-                               .arg(source)
-                               .arg(plan_->logical.ops.size())
-                               .arg(plan_->devices.size()),
-                           5000);
+  statusBar()->showMessage(tr("Building the hierarchy of %1\u2026").arg(source));
   emit planOpened();
+}
+
+ParallelSelection MainWindow::currentSelection() const {
+  ParallelSelection sel;
+  sel.mode = static_cast<ParallelSelection::Mode>(parallelMode_->currentData().toInt());
+  sel.value = parallelValue_->count() ? parallelValue_->currentData().toInt() : 0;
+  sel.foldMicroBatches = foldMicroBatches_->isChecked();
+  return sel;
+}
+
+void MainWindow::requestHierarchy(bool withLogical) {
+  HierarchyRequest r;
+  r.plan = plan_;
+  r.selection = currentSelection();
+  if (!withLogical) r.logicalStructure = logicalStructure_;  // null while the first build runs: built again
+  r.stages = stageInfos_;
+  r.stagesVersion = stagesVersion_;
+  r.overviewBudget = kOverviewBudget;
+  builder_->request(std::move(r));
+}
+
+void MainWindow::onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build) {
+  if (build->plan != plan_) return;
+  if (!build->error.empty()) {
+    const QString text = tr("Cannot build the hierarchy: %1").arg(QString::fromStdString(build->error));
+    logicalView_->setPlaceholder(text);
+    statusBar()->showMessage(text);
+    return;
+  }
+  // The previous models, lineage and stage map go to a pool thread; the views take the new ones.
+  std::shared_ptr<GraphModel> oldLogical;
+  if (build->logical) {
+    oldLogical = std::move(logicalModel_);
+    logicalModel_ = build->logical;
+    logicalStructure_ = build->logicalStructure;
+    logicalView_->setModel(logicalModel_);
+  }
+  std::shared_ptr<GraphModel> oldParallel = std::move(parallelModel_);
+  parallelModel_ = build->parallel;
+  links_->clear();
+  parallelView_->setModel(parallelModel_);
+  auto oldLineage = std::make_shared<LineageIndex>(std::move(lineage_));
+  lineage_ = std::move(build->lineage);
+  auto oldStages = std::make_shared<StageMap>(std::move(stageMap_));
+  stageMap_ = build->stagesVersion == stagesVersion_ ? std::move(build->stageMap)
+                                                     : StageMap(stageInfos_, *logicalModel_, *parallelModel_);
+  const bool opened = build->logical != nullptr;
+  const double ms = build->milliseconds;
+  destroyInBackground(std::move(oldLogical), std::move(oldParallel), std::move(oldLineage),
+                      std::move(oldStages), std::move(build));
+  pushStates();
+  int shown = static_cast<int>(parallelModel_->shownDevices().size());
+  int covered = 0;
+  for (size_t d = 0; d < plan_->devices.size(); ++d)
+    covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
+  parallelHeader_->setText(
+      tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
+          .arg(covered)
+          .arg(plan_->devices.size())
+          .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
+  // A stage selected while the hierarchy was being built is shown now.
+  if (stageTable_->selectionModel()->hasSelection()) onStageRowChanged();
+  if (opened)
+    statusBar()->showMessage(tr("Opened %1: %2 logical ops, %3 devices (hierarchy built in %4 s)")
+                                 .arg(planPath_)
+                                 .arg(plan_->logical.ops.size())
+                                 .arg(plan_->devices.size())
+                                 .arg(ms / 1000, 0, 'f', 2),
+                             5000);
+  emit hierarchyBuilt();
 }
 
 void MainWindow::refreshParallelChoices() {
@@ -438,26 +559,9 @@ void MainWindow::setParallelSelection(ParallelSelection selection) {
 
 void MainWindow::rebuildParallelModel() {
   if (!plan_) return;
-  ParallelSelection sel;
-  sel.mode = static_cast<ParallelSelection::Mode>(parallelMode_->currentData().toInt());
-  sel.value = parallelValue_->count() ? parallelValue_->currentData().toInt() : 0;
-  sel.foldMicroBatches = foldMicroBatches_->isChecked();
-  parallelModel_ = std::make_shared<GraphModel>(GraphModel::parallel(*plan_, sel));
-  parallelModel_->autoExpand(kOverviewBudget);
-  links_->clear();  // element numbers of the old model mean nothing now
-  parallelView_->setModel(parallelModel_);
-  lineage_ = LineageIndex(*logicalModel_, *parallelModel_);
-  stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
-  pushStates();
-  int shown = static_cast<int>(parallelModel_->shownDevices().size());
-  int covered = 0;
-  for (size_t d = 0; d < plan_->devices.size(); ++d)
-    covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
-  parallelHeader_->setText(
-      tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
-          .arg(covered)
-          .arg(plan_->devices.size())
-          .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
+  // The current parallel view stays until the new hierarchy arrives.
+  requestHierarchy(false);
+  statusBar()->showMessage(tr("Building the device hierarchy\u2026"), 3000);
 }
 
 void MainWindow::updateTitle() {
@@ -481,6 +585,7 @@ void MainWindow::updateTitle() {
 void MainWindow::runVerification() {
   if (!plan_) return;
   stageInfos_.clear();
+  ++stagesVersion_;
   stageModel_->clear();
   stageMap_ = StageMap();
   pushStates();
@@ -509,6 +614,7 @@ bool MainWindow::isVerifying() const {
 
 void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
   stageInfos_ = stages;
+  ++stagesVersion_;
   stageModel_->setStages(stages);
   if (logicalModel_ && parallelModel_) stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
   progress_->setRange(0, std::max(1, static_cast<int>(stages.size())));
@@ -519,8 +625,7 @@ void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
 
 void MainWindow::onStageFinished(const verify::StageResult& result) {
   stageModel_->setResult(result);
-  scheduleStatePush();
-  updateProgress();
+  scheduleStatePush();  // colours and progress follow within 60 ms, once per burst of results
 }
 
 void MainWindow::onFinished(const verify::Report& report) {
@@ -530,8 +635,7 @@ void MainWindow::onFinished(const verify::Report& report) {
   if (stageModel_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty()) {
     onStagesPlanned(report.stages);
   }
-  for (const auto& r : report.results)
-    stageModel_->setResult(r);
+  stageModel_->setResults(report.results);
   if (report.cancelled) stageModel_->markUnfinishedCancelled();
   pushStates();
   runAction_->setEnabled(true);
@@ -594,6 +698,7 @@ void MainWindow::scheduleStatePush() {
 
 void MainWindow::pushStates() {
   stateTimer_.stop();
+  updateProgress();
   if (!logicalModel_ || !parallelModel_) return;
   const auto& states = stageModel_->states();
   logicalView_->setElementStates(stageMap_.logicalStates(states));
@@ -668,7 +773,7 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
 }
 
 bool MainWindow::search(const QString& text) {
-  if (!logicalModel_ || text.trimmed().isEmpty()) return false;
+  if (!logicalModel_ || !parallelModel_ || text.trimmed().isEmpty()) return false;
   if (text != lastSearch_) {
     lastSearch_ = text;
     searchHits_.clear();
@@ -705,8 +810,12 @@ bool MainWindow::search(const QString& text) {
   return true;
 }
 
+bool MainWindow::hierarchyPending() const {
+  return loading_ || builder_->pending();
+}
+
 bool MainWindow::layoutsPending() const {
-  return logicalView_->layoutPending() || parallelView_->layoutPending();
+  return hierarchyPending() || logicalView_->layoutPending() || parallelView_->layoutPending();
 }
 
 GraphView* MainWindow::activeView() const {
@@ -746,8 +855,7 @@ void MainWindow::openDialog() {
                                               tr("ParaProof plans (*.json);;All files (*)"));
   if (path.isEmpty()) return;
   s.setValue("files/lastDir", QFileInfo(path).absolutePath());
-  QString error;
-  if (!openPlanFile(path, &error)) QMessageBox::warning(this, tr("Cannot open plan"), error);
+  openPlanFileInBackground(path);
 }
 
 void MainWindow::openZooDialog() {
@@ -849,8 +957,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 void MainWindow::dropEvent(QDropEvent* event) {
   for (const QUrl& url : event->mimeData()->urls())
     if (url.isLocalFile()) {
-      QString error;
-      if (!openPlanFile(url.toLocalFile(), &error)) QMessageBox::warning(this, tr("Cannot open plan"), error);
+      openPlanFileInBackground(url.toLocalFile());
       return;
     }
 }

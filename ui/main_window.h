@@ -8,6 +8,7 @@
 #include "core/plan/plan.h"
 #include "core/verify/verify.h"
 #include "ui/graph_model.h"
+#include "ui/hierarchy_builder.h"
 #include "ui/lineage_index.h"
 #include "ui/report_metatypes.h"
 #include "ui/stage_map.h"
@@ -38,8 +39,13 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Loads, shows and lays out a plan; on failure shows nothing new and returns the error text.
+  // Loads a plan (on the calling thread) and opens it; on failure shows nothing new and returns the error
+  // text.
   bool openPlanFile(const QString& path, QString* error = nullptr);
+  // Loads the plan on a background thread, then opens it; a failure is reported in a message box.
+  void openPlanFileInBackground(const QString& path);
+  // Shows the plan: its hierarchies are built on a background thread (hierarchyPending() until then), then
+  // laid out. Opening another plan meanwhile drops the stale build.
   void openPlan(Plan plan, const QString& source);
   const Plan* plan() const { return plan_.get(); }
 
@@ -54,6 +60,8 @@ class MainWindow : public QMainWindow {
   int firstFailingStage() const;     // -1 when none
   // Finds op / tensor / scope names in both views; each call moves to the next match. False if none.
   bool search(const QString& text);
+  bool hierarchyPending() const;  // a plan is being loaded or its hierarchies built
+  // Anything still in flight before the views are settled: loading, building hierarchies, layouts.
   bool layoutsPending() const;
 
   GraphView* logicalView() const { return logicalView_; }
@@ -65,7 +73,8 @@ class MainWindow : public QMainWindow {
   VerificationController* controller() const { return controller_; }
 
  signals:
-  void planOpened();
+  void planOpened();      // the plan is known; its hierarchies are still being built
+  void hierarchyBuilt();  // the views show the hierarchies of the current plan (layouts may still run)
   void verificationFinished(const paraproof::verify::Report& report);
 
  protected:
@@ -80,6 +89,9 @@ class MainWindow : public QMainWindow {
   void buildDocks();
   void buildStatusBar();
   void rebuildParallelModel();
+  ParallelSelection currentSelection() const;
+  void requestHierarchy(bool withLogical);
+  void onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build);
   void refreshParallelChoices();
   void scheduleStatePush();
   void pushStates();
@@ -102,11 +114,16 @@ class MainWindow : public QMainWindow {
 
   LayoutWorker* worker_;
   VerificationController* controller_;
-  std::shared_ptr<Plan> plan_;
+  HierarchyBuilder* builder_;
+  std::shared_ptr<const Plan> plan_;
   QString planPath_;
+  uint64_t loadGeneration_ = 0;  // background loads of older requests are dropped
+  bool loading_ = false;
   std::shared_ptr<GraphModel> logicalModel_, parallelModel_;
+  std::shared_ptr<const GraphModel> logicalStructure_;  // the worker's pristine copy, for parallel rebuilds
   LineageIndex lineage_;
   std::vector<verify::StageInfo> stageInfos_;
+  uint64_t stagesVersion_ = 0;  // bumped whenever stageInfos_ changes
   StageMap stageMap_;
   verify::Options options_;
   bool haveReport_ = false;

@@ -1,5 +1,7 @@
 #include "ui/stage_table.h"
 
+#include <algorithm>
+
 #include <QBrush>
 #include <QFont>
 #include <QStringList>
@@ -52,12 +54,28 @@ void StageTableModel::setResult(const verify::StageResult& result) {
   changed(i);
 }
 
+void StageTableModel::setResults(const std::vector<verify::StageResult>& results) {
+  int first = stageCount(), last = -1;
+  for (const verify::StageResult& r : results) {
+    int i = indexOfStage(r.stage);
+    if (i < 0) continue;
+    results_[i] = r;
+    states_[i] = stateOf(r.status);
+    first = std::min(first, i);
+    last = std::max(last, i);
+  }
+  if (last >= first) emit dataChanged(index(first, 0), index(last, ColumnCount - 1));
+}
+
 void StageTableModel::markUnfinishedCancelled() {
+  int first = stageCount(), last = -1;
   for (int i = 0; i < stageCount(); ++i)
     if (!results_[i] && states_[i] != StageState::None) {
       states_[i] = StageState::None;
-      changed(i);
+      first = std::min(first, i);
+      last = i;
     }
+  if (last >= first) emit dataChanged(index(first, 0), index(last, ColumnCount - 1));
 }
 
 int StageTableModel::count(StageState s) const {

@@ -24,6 +24,7 @@ class StageTableModel : public QAbstractTableModel {
   void clear();
   void markRunning(int stageId);
   void setResult(const verify::StageResult& result);
+  void setResults(const std::vector<verify::StageResult>& results);  // one change notification for all
   void markUnfinishedCancelled();  // pending/running stages of a cancelled run back to "not checked"
 
   int stageCount() const { return static_cast<int>(stages_.size()); }

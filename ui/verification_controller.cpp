@@ -3,11 +3,14 @@
 #include <QMetaObject>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <mutex>
 
 namespace paraproof::ui {
 
-// Observer living on the worker thread: copies each callback into a queued call on the controller.
-class VerificationController::Relay : public verify::Observer {
+// Observer living on the worker thread: queues each callback and has the controller replay them on the GUI
+// thread in batches (one queued call per burst, not one per stage: a fast run must not flood the event loop).
+class VerificationController::Relay : public verify::Observer,
+                                      public std::enable_shared_from_this<VerificationController::Relay> {
  public:
   Relay(VerificationController* c, uint64_t run) : controller_(c), run_(run) {}
   void onStagesPlanned(const std::vector<verify::StageInfo>& stages) override {
@@ -21,19 +24,35 @@ class VerificationController::Relay : public verify::Observer {
   }
 
  private:
-  template <class F>
-  void post(F f) {
+  using Event = std::function<void(VerificationController*)>;
+  void post(Event e) {
+    {
+      std::lock_guard lock(mutex_);
+      events_.push_back(std::move(e));
+      if (drainPosted_) return;
+      drainPosted_ = true;
+    }
     QPointer<VerificationController> c = controller_;
-    uint64_t run = run_;
     QMetaObject::invokeMethod(
-        controller_,
-        [c, run, f = std::move(f)] {
-          if (c && c->run_ == run) f(c.data());
-        },
-        Qt::QueuedConnection);
+        controller_, [c, self = shared_from_this()] { self->drain(c); }, Qt::QueuedConnection);
   }
+  void drain(const QPointer<VerificationController>& c) {
+    std::vector<Event> events;
+    {
+      std::lock_guard lock(mutex_);
+      events.swap(events_);
+      drainPosted_ = false;
+    }
+    // After Cancel the run's remaining events are dropped: its report (authoritative) follows at once.
+    for (Event& e : events)
+      if (c && c->run_ == run_ && !c->cancelRequested_) e(c.data());
+  }
+
   VerificationController* controller_;
-  uint64_t run_;
+  const uint64_t run_;
+  std::mutex mutex_;
+  std::vector<Event> events_;
+  bool drainPosted_ = false;
 };
 
 VerificationController::VerificationController(QObject* parent)
@@ -52,6 +71,7 @@ VerificationController::~VerificationController() {
 void VerificationController::start(std::shared_ptr<const Plan> plan, verify::Options options) {
   if (running_) cancel();
   ++run_;
+  cancelRequested_ = false;
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   running_ = true;
   clock_.start();
@@ -90,6 +110,7 @@ void VerificationController::start(std::shared_ptr<const Plan> plan, verify::Opt
 
 void VerificationController::cancel() {
   if (cancel_) cancel_->store(true);
+  cancelRequested_ = running_;
 }
 
 double VerificationController::elapsedSeconds() const {

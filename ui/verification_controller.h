@@ -43,6 +43,7 @@ class VerificationController : public QObject {
   std::shared_ptr<std::atomic<bool>> cancel_;
   uint64_t run_ = 0;  // callbacks of older runs are dropped
   bool running_ = false;
+  bool cancelRequested_ = false;  // the running run was cancelled: its stage events are no longer shown
   QElapsedTimer clock_;
   double lastSeconds_ = 0;
   verify::Report report_;

@@ -85,6 +85,14 @@ struct Engines {
   std::unique_ptr<solver::Engine> field, z3;
 };
 
+StageResult cancelledResult(std::string engine) {
+  StageResult res;
+  res.status = solver::Status::Inconclusive;
+  res.reason = "cancelled";
+  res.engine = std::move(engine);
+  return res;
+}
+
 StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
                          const solver::Budget& budget) {
   StageResult res;
@@ -115,6 +123,9 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
     res.reason = "all " + std::to_string(nf.provedCount) + " obligations proved by polynomial normal form";
     return res;
   }
+  // Normalisation stops early on cancel: starting a Z3 proof now (a copy of the problem, a fresh context and
+  // a helper thread that then gets interrupted) would only delay the end of the run.
+  if (budget.cancelled()) return cancelledResult(engineName);
   solver::Problem rest;
   const solver::Problem* toSolve = &pb;
   std::vector<size_t> restIndex;
@@ -227,6 +238,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
         continue;
       }
       std::string hash = stage::canonicalHash(pb);
+      if (cancelled()) break;  // lowering is not interruptible; do not start the engines after it
       {
         std::lock_guard lock(mu);
         rep.stages[i].hash = hash;

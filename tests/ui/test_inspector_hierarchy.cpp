@@ -121,10 +121,12 @@ class TestInspectorHierarchy : public QObject {
     w.show();
     w.openPlan(microBatchedPlan(), "llama3-8b dp=2,tp=2,pp=2,mb=2");
     w.setParallelSelection({ParallelSelection::Mode::Device, 0, false});
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
     const int unfolded = w.parallelView()->visibleNodeCount();
     w.setParallelSelection({ParallelSelection::Mode::Device, 0, true});
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
     const int folded = w.parallelView()->visibleNodeCount();
@@ -150,7 +152,8 @@ class TestInspectorHierarchy : public QObject {
     QVERIFY(counted > 3);
     QRectF block;
     for (int n : m->visible().nodes)
-      if (m->visibleNodeOf(n) == n && m->node(n).parent != 0 && m->node(n).label.endsWith(QStringLiteral("mb")))
+      if (m->visibleNodeOf(n) == n && m->node(n).parent != 0 &&
+          m->node(n).label.endsWith(QStringLiteral("mb")))
         block = block.united(w.parallelView()->nodeSceneRect(n));
     w.parallelView()->fitInView(block.adjusted(-30, -30, 30, 30), Qt::KeepAspectRatio);
     saveScreenshot(w, "inspector-microbatches-folded");
@@ -224,6 +227,7 @@ class TestInspectorHierarchy : public QObject {
     r.parallel = "tp=2";
     r.layers = 4;
     w.openPlan(generateFromZoo(r), describe(r));
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.logicalView()->collapseAll();
     QVERIFY(waitForLayouts(w));
     GraphModel* m = w.logicalView()->model();
@@ -258,6 +262,7 @@ class TestInspectorHierarchy : public QObject {
     w.resize(1600, 1000);
     w.show();
     QVERIFY(w.openPlanFile(fixture("mlp_dp2tp2.json")));
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     GraphView* view = w.logicalView();
     view->expandAll();
     QVERIFY(waitForLayouts(w));
@@ -289,6 +294,7 @@ class TestInspectorHierarchy : public QObject {
     w.resize(1600, 1000);
     w.show();
     QVERIFY(w.openPlanFile(fixture("mlp_dp2tp2.json")));
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.logicalView()->collapseAll();
     QVERIFY(waitForLayouts(w));
     const int fc2 = leafNamed(*w.logicalView()->model(), "fc2");

@@ -68,11 +68,14 @@ class TestInspectorLayout : public QObject {
     w.show();
     QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
     w.setParallelSelection({ParallelSelection::Mode::Device, 0});
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background, then laid out
+    QVERIFY(!w.parallelView()->lastLayoutReused());
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
-    QVERIFY(!w.parallelView()->lastLayoutReused());
     // The two tensor-parallel ranks run the same program on different shards.
     w.setParallelSelection({ParallelSelection::Mode::Device, 1});
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(w.parallelView()->lastLayoutReused());
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
     QVERIFY(w.parallelView()->lastLayoutReused());

@@ -65,6 +65,7 @@ class TestInspectorLineage : public QObject {
     w.show();
     QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
     w.setParallelSelection({ParallelSelection::Mode::AllDevices, 0});
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.logicalView()->expandAll();
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));
@@ -125,6 +126,7 @@ class TestInspectorLineage : public QObject {
     MainWindow w;
     w.show();
     QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
+    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
     w.logicalView()->expandAll();
     w.parallelView()->expandAll();
     QVERIFY(waitForLayouts(w));

@@ -1,0 +1,159 @@
+// Opening a plan builds its hierarchies on a background thread: the UI event loop keeps turning meanwhile,
+// the overview appears once the build is done, and a build for a plan that was replaced is never shown.
+#include <QElapsedTimer>
+#include <QStatusBar>
+#include <QTimer>
+
+#include "inspector_test_support.h"
+#include "ui/hierarchy_builder.h"
+#include "ui/zoo_dialog.h"
+
+using namespace paraproof;
+using namespace paraproof::ui;
+using namespace paraproof::ui::testing;
+
+namespace {
+
+// Ticks every 2 ms on the UI thread; the longest gap between ticks is how long the UI froze.
+class TickMeter {
+ public:
+  TickMeter() {
+    QObject::connect(&timer_, &QTimer::timeout, [this] {
+      longest_ = std::max(longest_, clock_.restart());
+      ++ticks_;
+    });
+    timer_.setTimerType(Qt::PreciseTimer);
+    timer_.setInterval(2);
+    clock_.start();
+    timer_.start();
+  }
+  int ticks() const { return ticks_; }
+  qint64 longestGapMs() const { return std::max(longest_, clock_.elapsed()); }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 longest_ = 0;
+  int ticks_ = 0;
+};
+
+ZooRequest moderatelyLargePlan() {
+  ZooRequest r;
+  r.model = "llama3-8b";
+  r.parallel = "dp=2,tp=2,pp=2,mb=2";
+  r.layers = 8;
+  return r;
+}
+
+}  // namespace
+
+class TestInspectorOpen : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { isolateSettings(); }
+
+  void eventLoopTurnsWhileTheHierarchyBuilds() {
+    const ZooRequest r = moderatelyLargePlan();
+    Plan plan = generateFromZoo(r);
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy built(&w, &MainWindow::hierarchyBuilt);
+
+    TickMeter meter;
+    QElapsedTimer clock;
+    clock.start();
+    w.openPlan(std::move(plan), describe(r));
+    const qint64 openMs = clock.elapsed();
+    // openPlan only starts the build: nothing is shown yet and the helpers know a build is pending.
+    QVERIFY(w.layoutsPending());
+    QVERIFY(w.hierarchyPending());
+    QVERIFY(w.logicalView()->model() == nullptr);
+    QVERIFY(w.parallelView()->model() == nullptr);
+    const int ticksAtOpen = meter.ticks();
+
+    QVERIFY(built.wait(120000));
+    const int ticksWhileBuilding = meter.ticks() - ticksAtOpen;
+    QVERIFY(waitForLayouts(w, 120000));
+    const qint64 gap = meter.longestGapMs();
+    qInfo("openPlan blocked %lld ms; %d ticks while the hierarchy was built (%s); longest UI stall %lld ms",
+          static_cast<long long>(openMs), ticksWhileBuilding, qPrintable(w.statusBar()->currentMessage()),
+          static_cast<long long>(gap));
+    QVERIFY2(ticksWhileBuilding > 0, "the UI event loop must turn while the hierarchy is built");
+    QVERIFY2(gap < 250, qPrintable(QStringLiteral("the UI froze for %1 ms").arg(gap)));
+
+    // The collapsed overviews are drawn, with the lineage links of the plan.
+    for (GraphView* view : {w.logicalView(), w.parallelView()}) {
+      QVERIFY(view->model() != nullptr);
+      QVERIFY(view->visibleNodeCount() > 1);
+      const VisibleGraph shown = view->model()->visible();
+      QVERIFY(!view->nodeSceneRect(shown.nodes.front()).isEmpty());
+    }
+    QCOMPARE(w.logicalView()->model()->plan(), w.plan());
+    QCOMPARE(w.parallelView()->model()->plan(), w.plan());
+    saveScreenshot(w, "inspector-open-llama3-8b");
+    QVERIFY(w.search("layers.3.attention"));
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(!w.parallelView()->linkedNodes().empty());
+  }
+
+  void aStaleBuildIsNeverShown() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QSignalSpy built(&w, &MainWindow::hierarchyBuilt);
+    const ZooRequest r = moderatelyLargePlan();
+    w.openPlan(generateFromZoo(r), describe(r));
+    // A second plan while the first one's hierarchy is still being built: only the second is shown.
+    QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
+    QVERIFY(waitForLayouts(w, 120000));
+    QTest::qWait(50);  // a late delivery of the first build would arrive now
+    QCOMPARE(built.count(), 1);
+    QCOMPARE(w.plan()->name, loadPlan(fixture("mlp_tp2.json").toStdString()).name);
+    QCOMPARE(w.logicalView()->model()->plan(), w.plan());
+    QCOMPARE(w.parallelView()->model()->plan(), w.plan());
+    QVERIFY(leafNamed(*w.logicalView()->model(), "fc1") >= 0);
+  }
+
+  void selectionChangesWhileBuildingWin() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    const ZooRequest r = moderatelyLargePlan();
+    w.openPlan(generateFromZoo(r), describe(r));
+    w.setParallelSelection({ParallelSelection::Mode::Device, 3, false});
+    QVERIFY(waitForLayouts(w, 120000));
+    const GraphModel* m = w.parallelView()->model();
+    QVERIFY(m != nullptr);
+    QCOMPARE(m->shownDevices(), std::vector<int>{w.plan()->deviceIndex(3)});
+    QVERIFY(w.logicalView()->model() != nullptr);
+  }
+
+  void buildingOffTheUiThreadGivesTheSameHierarchy() {
+    const ZooRequest r = moderatelyLargePlan();
+    auto plan = std::make_shared<const Plan>(generateFromZoo(r));
+    HierarchyRequest request;
+    request.plan = plan;
+    std::shared_ptr<HierarchyBuild> b = HierarchyBuilder::build(request);
+    QVERIFY(b->error.empty());
+    GraphModel logical = GraphModel::logical(*plan), parallel = GraphModel::parallel(*plan, {});
+    QCOMPARE(b->logicalStructure->size(), logical.size());
+    QCOMPARE(b->logical->size(), logical.size());
+    QCOMPARE(b->parallel->size(), parallel.size());
+    QCOMPARE(b->parallel->elements().size(), parallel.elements().size());
+    // The UI's logical copy is expanded for the overview; the structure the worker keeps is untouched.
+    QVERIFY(b->logical->visibleNodeCount() > b->logicalStructure->visibleNodeCount());
+    // The same lineage links as an index built here.
+    LineageIndex lineage(logical, parallel);
+    size_t links = 0;
+    for (int e = 0; e < static_cast<int>(logical.elements().size()); ++e) {
+      QCOMPARE(b->lineage.parallelFor({e}), lineage.parallelFor({e}));
+      links += lineage.parallelFor({e}).size();
+    }
+    QVERIFY(links > 0);
+  }
+};
+
+QTEST_MAIN(TestInspectorOpen)
+#include "test_inspector_open.moc"
