@@ -58,8 +58,8 @@ Box fullBox(const Shape& s) {
 
 class Lowering {
  public:
-  Lowering(const Plan& plan, const Stage& stage, solver::Problem& pb)
-      : plan_(plan), stage_(stage), pb_(pb), pool_(pb.pool), device_(plan.devices.size()) {
+  Lowering(const Plan& plan, const Stage& stage, solver::Problem& pb, const std::atomic<bool>* cancel)
+      : plan_(plan), stage_(stage), pb_(pb), pool_(pb.pool), device_(plan.devices.size()), cancel_(cancel) {
     intHi_ = 2;
     auto widen = [this](const Shape& s) {
       for (int64_t d : s)
@@ -121,7 +121,12 @@ class Lowering {
     return out;
   }
 
+  void checkCancel() const {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw LoweringCancelled();
+  }
+
   void lowerLogical(OpId o) {
+    checkCancel();
     const Op& op = plan_.logical.ops[o];
     const ops::OpDef* def = ops::findOp(op.kind);
     if (!def || !def->lower)
@@ -209,6 +214,7 @@ class Lowering {
       for (size_t d = 0; d < program.size(); ++d) {
         const Device& dev = plan_.devices[d];
         while (pc[d] < program[d].size()) {
+          checkCancel();
           OpId o = program[d][pc[d]];
           const Op& op = dev.graph.ops[o];
           const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
@@ -363,13 +369,14 @@ class Lowering {
   std::vector<std::vector<bool>> inStage_;  // [device][op]: the op belongs to this stage
   std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<ExprId>>> parts_;
   int64_t intHi_;
+  const std::atomic<bool>* cancel_;
 };
 
 }  // namespace
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage) {
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel) {
   solver::Problem pb;
-  Lowering(plan, stage, pb).run();
+  Lowering(plan, stage, pb, cancel).run();
   return pb;
 }
 

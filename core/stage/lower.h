@@ -2,6 +2,7 @@
 // parametrised by their lineage, and one obligation per element of every device value with lineage.
 #pragma once
 
+#include <atomic>
 #include <stdexcept>
 
 #include "core/plan/plan.h"
@@ -15,6 +16,11 @@ struct UnsupportedStage : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage);
+// Thrown when `cancel` was set while lowering (checked before every op: a huge stage can take minutes).
+struct LoweringCancelled : std::runtime_error {
+  LoweringCancelled() : std::runtime_error("cancelled while lowering") {}
+};
+
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace paraproof::stage

@@ -227,7 +227,9 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i]);
+        pb = stage::lowerStage(work, stages[i], cancel);
+      } catch (const stage::LoweringCancelled&) {
+        break;
       } catch (const std::exception& e) {
         res.status = solver::Status::Inconclusive;
         res.reason = std::string("cannot encode stage: ") + e.what();
@@ -238,7 +240,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
         continue;
       }
       std::string hash = stage::canonicalHash(pb);
-      if (cancelled()) break;  // lowering is not interruptible; do not start the engines after it
+      if (cancelled()) break;  // do not start the engines after a cancel
       {
         std::lock_guard lock(mu);
         rep.stages[i].hash = hash;
