@@ -114,6 +114,18 @@ class TestGenVerify : public QObject {
                                            << "dp=2,tp=2,cp=2" << 2;
     QTest::newRow("llama3-8b dp2 tp2 pp2 mb2 cp2") << "llama3-8b"
                                                    << "dp=2,tp=2,pp=2,mb=2,cp=2" << 4;
+    // sp x cp: each zig-zag chunk's sequence-parallel regions (norms, residuals, hidden states between
+    // layers and stages) hold the tp rank's shard of that chunk; the cp attention core gets full-chunk q/k/v
+    // after the sp all-gather. Also cp with tp above the kv heads (gpt-tiny has 2): the cp K/V gathers and
+    // dK/dV reduce-scatters carry the replicated head and its replicas' value parts.
+    for (const auto& [model, p, layers] : std::vector<std::tuple<const char*, const char*, int>>{
+             {"mlp", "tp=2,sp,cp=2", 2},
+             {"gpt-tiny", "tp=2,sp,cp=2", 2},
+             {"gpt-tiny", "dp=2,tp=4,cp=2", 2},
+             {"llama3-8b", "dp=2,tp=2,sp,cp=2", 2},
+             {"llama3-8b", "dp=2,tp=2,pp=2,mb=2,sp,cp=2", 4},
+             {"gpt-tiny", "dp=2,tp=2,sp,cp=2,zero=2", 2}})
+      QTest::newRow((std::string(model) + " " + p + " (sp x cp)").c_str()) << model << p << layers;
     // DeepSeek MoE and expert parallel: router, dense-formulated routed experts and shared experts (layer 0
     // of dsv3-16b is dense, layer 1 MoE); ep shards the experts and exchanges tokens with all_to_all.
     // dsv3-671b: sigmoid scores, group-limited routing, normalised gates (layers 0-2 dense, layer 3 MoE).
@@ -175,6 +187,43 @@ class TestGenVerify : public QObject {
           if (ref.rank == o.at("rank").get<int>() && ref.op == o.at("op").get<std::string>())
             localised = true;
     }
+    QVERIFY2(localised, (inj.dump() + "\n" + summary(r)).c_str());
+  }
+
+  // sp x cp: catalog bugs of either strategy, injected into a plan with both (and kv replication under
+  // cp), are found at the injected place.
+  void spCpComposedPlanBugsAreCaughtWhereInjected_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<QString>("inject");
+    QTest::newRow("rw13 sp norm grad") << "llama3-8b"
+                                       << "dp=2,tp=2,sp,cp=2"
+                                       << "rw13-sp-norm-grad-unreduced@layer=1";
+    QTest::newRow("rw15 cp zig-zag positions") << "llama3-8b"
+                                               << "dp=2,tp=2,sp,cp=2"
+                                               << "rw15-cp-zigzag-positions@rank=3";
+    QTest::newRow("rw14 kv grad under cp") << "gpt-tiny"
+                                           << "dp=2,tp=4,cp=2"
+                                           << "rw14-gqa-kv-grad-unreduced@layer=1";
+    QTest::newRow("rw16 kv grad scatter with kv replication") << "gpt-tiny"
+                                                              << "dp=2,tp=4,cp=2"
+                                                              << "rw16-cp-kv-grad-not-scattered@rank=3";
+  }
+  void spCpComposedPlanBugsAreCaughtWhereInjected() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    QFETCH(QString, inject);
+    const Plan p = makePlan(model.toStdString(), parallel.toStdString(), 2, inject.toStdString());
+    const verify::Report r = run(p);
+    QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
+    const Json& inj = p.metadata.at("injected");
+    bool localised = false;
+    for (size_t i = 0; i < r.results.size(); ++i)
+      if (r.results[i].status == solver::Status::Failed)
+        for (const verify::ParallelOpRef& ref : r.stages[i].parallelOps)
+          for (const Json& o : inj.at("ops"))
+            localised =
+                localised || (ref.rank == o.at("rank").get<int>() && ref.op == o.at("op").get<std::string>());
     QVERIFY2(localised, (inj.dump() + "\n" + summary(r)).c_str());
   }
 

@@ -66,6 +66,12 @@ class TestGenerator : public QObject {
     for (const char* m : {"mlp", "gpt-tiny"})
       for (const char* p : {"cp=2", "dp=2,cp=2", "tp=2,pp=2,mb=2,cp=2", "dp=2,cp=2,zero=3"})
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    // sp x cp (each zig-zag chunk sharded over tp) and cp with kv replication.
+    for (const char* m : {"mlp", "gpt-tiny"})
+      for (const char* p : {"tp=2,sp,cp=2", "dp=2,tp=2,pp=2,mb=2,sp,cp=2", "dp=2,tp=2,sp,cp=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
+    QTest::newRow("gpt-tiny dp2 tp4 pp2 mb2 cp2") << "gpt-tiny"
+                                                  << "dp=2,tp=4,pp=2,mb=2,cp=2" << 2;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -303,6 +309,41 @@ class TestGenerator : public QObject {
     QCOMPARE(d.graph.values[core.inputs[4]].name, std::string("rope.positions"));
   }
 
+  // sp x cp: a rank's chunk (zig-zag) is sharded over tp outside the tensor-parallel blocks; the norm output
+  // is all-gathered to the full chunk before the projections, and the cp attention core reads full chunks.
+  void sequenceParallelShardsEachContextParallelChunk() {
+    Plan p = generate("gpt-tiny", "tp=2,sp,cp=2", 2);
+    using Range = std::pair<int64_t, int64_t>;
+    const Device& d = p.devices.at(1);  // cp rank 0, tp rank 1: chunks 0 [0, 2) and 3 [6, 8)
+    auto seqBox = [&](const std::string& value) {
+      return d.lineage.at(d.graph.findValue(value)).box.ranges.at(1);
+    };
+    QCOMPARE(seqBox("layers.0.out~c0"), (Range{1, 2}));
+    QCOMPARE(seqBox("layers.0.out~c1"), (Range{7, 8}));
+    QCOMPARE(seqBox("layers.0.attention_norm.out~c1/ag"), (Range{6, 8}));
+    const Op& core = d.graph.ops[d.graph.findOp("layers.0.attention.core.out~c1")];
+    QCOMPARE(d.lineage.at(core.inputs[0]).box.ranges.at(1), (Range{6, 8}));  // q of the full chunk
+    QCOMPARE(d.lineage.at(core.inputs[1]).box.ranges.at(1), (Range{0, 8}));  // all keys
+    const OpId ar = d.graph.findOp("layers.0.ffn_norm.weight.grad.acc/ar");
+    QVERIFY(ar != kNone);
+    QCOMPARE(d.graph.ops[ar].attrs.at("group"), Json({0, 1}));
+  }
+
+  // cp with tp=4 over gpt-tiny's 2 kv heads: the gathered keys are this rank's replicated head, and each
+  // chunk's dK contribution is a part over cp ranks, chunks and the head's replicas.
+  void contextParallelCarriesReplicatedKvHeads() {
+    Plan p = generate("gpt-tiny", "tp=4,cp=2", 2);
+    const Device& d = p.devices.at(7);  // cp rank 1, tp rank 3: kv head 1, second of its two replicas
+    const Lineage& k = d.lineage.at(d.graph.findValue("layers.0.attention.k_rot.gathered"));
+    QCOMPARE(k.box.ranges.at(2), (std::pair<int64_t, int64_t>{1, 2}));
+    const Lineage& dk = d.lineage.at(d.graph.findValue("layers.0.attention.k_rot.grad.chunk~c1"));
+    QCOMPARE(dk.part, (2 * 1 + 1) * 2 + 1);
+    QCOMPARE(dk.parts, 8);
+    const Lineage& own = d.lineage.at(d.graph.findValue("layers.0.attention.k_rot.grad.half1/rs"));
+    QCOMPARE(own.part, 1);
+    QCOMPARE(own.parts, 2);
+  }
+
   void deviceOpsCarryOriginAndScope() {
     Plan p = generate("gpt-tiny", "tp=2");
     const Graph& g = p.devices[1].graph;
@@ -355,6 +396,9 @@ class TestGenerator : public QObject {
     QTest::newRow("cp vs seq") << "gpt-tiny"
                                << "cp=3"
                                << "divisible by 2*cp";
+    QTest::newRow("sp x cp vs seq chunk") << "gpt-tiny"
+                                          << "tp=4,sp,cp=2"
+                                          << "sequence chunk";
     QTest::newRow("ep vs dp") << "dsv3-16b"
                               << "dp=2,ep=4"
                               << "must divide dp";

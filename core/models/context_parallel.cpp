@@ -69,7 +69,7 @@ void TrainingStep::contextParallelAttentionForward(int l) {
   // (reversed rank order: rank r's chunk 1 is chunk 2cp-1-r).
   const Group groups[2] = {ctx_.group(Axis::CP), cpReversed()};
   for (const char* name : {".k_rot", ".v"}) {
-    const Layout all = sharded(fullSeq(at + name, {B, S, nkv, d}), 2, ctx_);
+    const Layout all = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2);
     std::vector<Val> halves;
     for (int c = 0; c < 2; ++c) {
       setChunk(c);
@@ -97,15 +97,18 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
   const std::string at = "layers." + std::to_string(l) + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads, nkv = cfg_.kvHeads;
   const int r = ctx_.at().cp, cp = ctx_.deg().cp;
+  // With replicated kv heads a rank's dK/dV is also only its query heads' share: part k of the R replicas.
+  const int R = kvReplicas(), k = ctx_.at().tp % R;
   forEachChunk(true, [&] { attentionOutputBackward(l); });
 
-  // Per chunk: dQ of its queries; its queries' contribution to dK, dV of all keys (part 2r+c of 2cp).
+  // Per chunk: dQ of its queries; its queries' contribution to dK, dV of all keys (part 2r+c of 2cp, times
+  // the kv replicas' split).
   const Val& kpos = global_.at("rope.positions");
   std::vector<Val> dk(2), dv(2);
   forEachChunk(true, [&] {
     auto contribution = [&](const std::string& name) {
-      Layout g = sharded(fullSeq(at + name, {B, S, nkv, d}), 2, ctx_).named(at + name + ".chunk");
-      return g.partial(2 * r + chunk_, 2 * cp);
+      Layout g = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2).named(at + name + ".chunk");
+      return g.partial((2 * r + chunk_) * R + k, 2 * cp * R);
     };
     std::vector<Val> dqkv = em_.opN("attention_backward",
                                     {get(at + ".q_rot"), get(at + ".k_rot.gathered"), get(at + ".v.gathered"),
@@ -118,12 +121,13 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
     dv[chunk_] = dqkv[2];
   });
 
-  // This rank's contribution (part r of cp), its halves reduce-scattered back to the chunks that own them.
+  // This rank's contribution (part r of cp), its halves reduce-scattered back to the chunks that own them
+  // (still part k of R with replicated kv heads, as kvGrad on the non-cp path).
   const Group groups[2] = {ctx_.group(Axis::CP), cpReversed()};
   for (auto [name, parts] : {std::pair{".k_rot.grad", dk}, std::pair{".v.grad", dv}}) {
     em_.setChunk(-1, 1);
-    Layout local = sharded(fullSeq(at + name, {B, S, nkv, d}), 2, ctx_);
-    local.partial(r, cp);
+    Layout local = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2);
+    local.partial(r * R + k, cp * R);
     const Val sum = em_.op("add", {parts[1], parts[0]}, {}, at + ".core", local.named(at + name + ".local"));
     for (int c = 0; c < 2; ++c) {
       em_.setChunk(-1, 1);
@@ -132,8 +136,7 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
       const Val h = em_.op("slice", {sum}, {{"dim", 1}, {"start", c * S / 2}, {"end", (c + 1) * S / 2}},
                            at + ".core", half.named(at + name + ".half" + std::to_string(c)));
       setChunk(c);
-      put(em_.reduceScatter(h, groups[c], 1, "sum", sharded(act(at + name, {B, S, nkv, d}), 2, ctx_),
-                            at + ".core"));
+      put(em_.reduceScatter(h, groups[c], 1, "sum", kvGrad(at + name, {B, S, nkv, d}), at + ".core"));
     }
   }
   setChunk(0);

@@ -21,6 +21,8 @@ bool TrainingStep::seqParallel() const {
   return ctx_.deg().sp && ctx_.deg().tp > 1;
 }
 
+// Under cp, act() is the current zig-zag chunk and sp shards that chunk (gatherSeq and reduceRowOutput then
+// work within the chunk), so the cp attention core still sees full-chunk q/k/v.
 Layout TrainingStep::seqAct(const std::string& name, Shape logical) const {
   Layout l = act(name, std::move(logical));
   if (seqParallel()) l.shard(1, ctx_.at().tp, ctx_.deg().tp);

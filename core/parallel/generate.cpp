@@ -120,9 +120,6 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
                                                 ") is not divisible by dp*mb (" +
                                                 std::to_string(s.dp * s.mb) + ")");
-  require(s.cp == 1 || !s.sp, "cp together with sp is not supported by the generator yet");
-  require(s.cp == 1 || m.family == Family::Mlp || s.tp <= m.kvHeads,
-          "cp with tp above the kv heads (replicated kv heads) is not supported by the generator yet");
   require(s.cp == 1 || m.family != Family::DeepSeek,
           "cp (context parallel) for DeepSeek (MLA) attention is not supported by the generator yet");
   require(shape.seq % (2 * s.cp) == 0, "cp=" + std::to_string(s.cp) + ": the sequence length (" +
@@ -141,7 +138,11 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
       require(m.kvHeads % s.tp == 0, divides("tp", s.tp, "number of kv heads", m.kvHeads));
   }
   // Sequence parallelism shards the sequence over tp outside the tensor-parallel blocks.
-  if (s.sp) require(shape.seq % s.tp == 0, divides("sp: tp", s.tp, "sequence length", shape.seq));
+  // Under cp each of a rank's two zig-zag chunks is sharded over tp.
+  const int64_t seqPiece = s.cp > 1 ? shape.seq / (2 * s.cp) : shape.seq;
+  if (s.sp)
+    require(seqPiece % s.tp == 0,
+            divides("sp: tp", s.tp, s.cp > 1 ? "sequence chunk (seq / 2cp)" : "sequence length", seqPiece));
   if (s.zero > 0 && s.dp * s.cp > 1) {
     // ZeRO shards every (tp-sharded) parameter along dim 0 over the data-parallel group.
     Graph g;
