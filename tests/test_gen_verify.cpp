@@ -135,6 +135,20 @@ class TestGenVerify : public QObject {
                                                              << "dp=2,tp=2,pp=2,mb=2,ep=2" << 4;
     for (const char* p : {"dp=1", "dp=2,tp=2,ep=2", "dp=2,pp=2,mb=2,ep=2"})
       QTest::newRow((std::string("dsv3-671b ") + p).c_str()) << "dsv3-671b" << p << 4;
+    // MLA under sp and cp. sp: the norm input and residual on sequence shards, n1 all-gathered before the
+    // q/kv projections (the replicated down-projections see the whole sequence), wo reduce-scattered. cp:
+    // MLA's q_full/k_full/v through the zig-zag cp core (k_full and v all-gathered over cp, their gradients
+    // reduce-scattered). The MoE FFN runs under neither yet, so the rows use dense layers only (dsv3-16b and
+    // dsv3-236b: layer 0; dsv3-671b: layers 0-2); dsv3-236b/671b take the q_lora path.
+    for (const auto& [model, p, layers] :
+         std::vector<std::tuple<const char*, const char*, int>>{{"dsv3-16b", "tp=2,sp", 1},
+                                                                {"dsv3-236b", "tp=2,sp", 1},
+                                                                {"dsv3-671b", "dp=2,tp=2,pp=2,mb=2,sp", 2},
+                                                                {"dsv3-16b", "cp=2", 1},
+                                                                {"dsv3-16b", "dp=2,tp=2,cp=2", 1},
+                                                                {"dsv3-236b", "tp=2,cp=2", 1},
+                                                                {"dsv3-671b", "dp=2,tp=2,pp=2,mb=2,cp=2", 3}})
+      QTest::newRow((std::string(model) + " " + p + " (mla sp/cp)").c_str()) << model << p << layers;
   }
   void correctPlansAreEquivalent() {
     QFETCH(QString, model);
@@ -238,6 +252,35 @@ class TestGenVerify : public QObject {
     }
     const verify::Report r = run(p);
     QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
+  }
+
+  // MLA under sp and cp, wrong plans: one rank's backward of the shared rope key takes head 0's gradient
+  // instead of the sum over its heads (rw17) on the gathered sequence (sp) and on a zig-zag chunk (cp); under
+  // sp the norm gradient is not all-reduced over tp, or a rank keeps the wrong sequence shard of the
+  // replicated kv down-projection's input gradient.
+  void mlaUnderSpAndCpBugsAreCaught() {
+    auto caught = [](const Plan& p) {
+      const verify::Report r = run(p);
+      QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
+    };
+    caught(makePlan("dsv3-16b", "tp=2,sp", 1, "rw17-mla-rope-shared-key"));
+    // Under cp the value names carry the chunk suffix, so rw17's mutation is applied here (rank 3, chunk 1).
+    Plan cp = makePlan("dsv3-16b", "dp=2,tp=2,cp=2", 1);
+    Op& sum = opById(deviceByRank(cp, 3), "layers.0.attention.k_pe_rot.grad~c1");
+    sum.kind = "slice";
+    sum.attrs = {{"dim", 2}, {"start", 0}, {"end", 1}};
+    caught(cp);
+    Plan unreduced = makePlan("dsv3-16b", "tp=2,sp", 1);
+    for (Device& d : unreduced.devices) {
+      Op& ar = opById(d, "layers.0.attention_norm.weight.grad/ar");
+      ar.kind = "identity";
+      ar.attrs = Json::object();
+    }
+    caught(unreduced);
+    Plan shard = makePlan("dsv3-16b", "tp=2,sp", 1);
+    opById(deviceByRank(shard, 1), "layers.0.attention.wkv_a.dx.shard").attrs = {
+        {"dim", 1}, {"start", 0}, {"end", 4}};
+    caught(shard);
   }
 
   // The rows above use 4 layers; the sequence-parallel plan at full depth (32 layers) is also proved.

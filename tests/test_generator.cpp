@@ -72,6 +72,13 @@ class TestGenerator : public QObject {
         QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 2;
     QTest::newRow("gpt-tiny dp2 tp4 pp2 mb2 cp2") << "gpt-tiny"
                                                   << "dp=2,tp=4,pp=2,mb=2,cp=2" << 2;
+    // MLA under sp and cp (dense layers only: the MoE FFN runs under neither yet).
+    for (const char* m : {"dsv3-16b", "dsv3-236b"})
+      for (const char* p : {"tp=2,sp", "dp=2,tp=2,mb=2,sp", "dp=2,tp=2,zero=3,sp", "cp=2", "dp=2,tp=2,cp=2",
+                            "dp=2,cp=2,zero=3"})
+        QTest::newRow((std::string(m) + " " + p).c_str()) << QString(m) << QString(p) << 1;
+    for (const char* p : {"dp=2,tp=2,pp=2,mb=2,sp", "tp=2,pp=2,mb=2,cp=2"})
+      QTest::newRow((std::string("dsv3-671b ") + p).c_str()) << "dsv3-671b" << QString(p) << 3;
   }
   void generatedPlansValidate() {
     QFETCH(QString, model);
@@ -402,6 +409,12 @@ class TestGenerator : public QObject {
     QTest::newRow("ep vs dp") << "dsv3-16b"
                               << "dp=2,ep=4"
                               << "must divide dp";
+    QTest::newRow("moe with sp") << "dsv3-16b"
+                                 << "tp=2,sp"
+                                 << "MoE FFN (layers 1 and up) does not support sp yet";
+    QTest::newRow("moe with cp") << "dsv3-16b"
+                                 << "cp=2"
+                                 << "MoE FFN (layers 1 and up) does not support cp yet";
     QTest::newRow("ep on a dense model") << "llama3-8b"
                                          << "dp=2,ep=2"
                                          << "needs a MoE model";

@@ -14,7 +14,9 @@
 // kernels with -inf do) is not exactly the logical computation over the reals; (2) positions are a stage
 // input with lineage, so inside the attention stage they are arbitrary values and the verifier cannot know
 // the skipped keys are masked at all (tried: the stage fails with a confirmed counterexample).
+// The core's operands come from coreOperands(): GQA's q_rot / k_rot / v, or MLA's q_full / k_full / v.
 #include <algorithm>
+#include <tuple>
 
 #include "core/models/training_step.h"
 
@@ -62,13 +64,14 @@ void TrainingStep::sliceRopeTables() {
 
 void TrainingStep::contextParallelAttentionForward(int l) {
   const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads, nkv = cfg_.kvHeads;
-  forEachChunk(false, [&] { attentionInput(l); });
+  const CoreOperands op = coreOperands();  // GQA or MLA
+  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads, nkv = op.kvHeads;
+  forEachChunk(false, [&] { coreInput(l); });
 
   // The whole sequence's keys and values: first half from chunk 0 (rank order), second half from chunk 1
   // (reversed rank order: rank r's chunk 1 is chunk 2cp-1-r).
   const Group groups[2] = {ctx_.group(Axis::CP), cpReversed()};
-  for (const char* name : {".k_rot", ".v"}) {
+  for (auto [name, d] : {std::pair{op.k, op.qkDim}, std::pair{op.v, op.vDim}}) {
     const Layout all = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2);
     std::vector<Val> halves;
     for (int c = 0; c < 2; ++c) {
@@ -86,36 +89,38 @@ void TrainingStep::contextParallelAttentionForward(int l) {
   const Val& kpos = global_.at("rope.positions");
   forEachChunk(false, [&] {
     put(em_.op("attention",
-               {get(at + ".q_rot"), get(at + ".k_rot.gathered"), get(at + ".v.gathered"),
+               {get(at + op.q), get(at + op.k + ".gathered"), get(at + op.v + ".gathered"),
                 get("rope.positions"), kpos},
-               attentionAttrs(), at + ".core", sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_)));
-    attentionOutput(l);
+               op.attrs, at + ".core", sharded(act(at + ".core.out", {B, S, nh, op.vDim}), 2, ctx_)));
+    coreOutput(l);
   });
 }
 
 void TrainingStep::contextParallelAttentionBackward(int l) {
   const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads, nkv = cfg_.kvHeads;
+  const CoreOperands op = coreOperands();
+  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads, nkv = op.kvHeads;
   const int r = ctx_.at().cp, cp = ctx_.deg().cp;
   // With replicated kv heads a rank's dK/dV is also only its query heads' share: part k of the R replicas.
   const int R = kvReplicas(), k = ctx_.at().tp % R;
-  forEachChunk(true, [&] { attentionOutputBackward(l); });
+  forEachChunk(true, [&] { coreOutputBackward(l); });
 
   // Per chunk: dQ of its queries; its queries' contribution to dK, dV of all keys (part 2r+c of 2cp, times
   // the kv replicas' split).
   const Val& kpos = global_.at("rope.positions");
   std::vector<Val> dk(2), dv(2);
   forEachChunk(true, [&] {
-    auto contribution = [&](const std::string& name) {
+    auto contribution = [&](const std::string& name, int64_t d) {
       Layout g = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2).named(at + name + ".chunk");
       return g.partial((2 * r + chunk_) * R + k, 2 * cp * R);
     };
-    std::vector<Val> dqkv = em_.opN("attention_backward",
-                                    {get(at + ".q_rot"), get(at + ".k_rot.gathered"), get(at + ".v.gathered"),
-                                     get("rope.positions"), kpos, get(at + ".core.out.grad")},
-                                    attentionAttrs(), at + ".core",
-                                    {sharded(act(at + ".q_rot.grad", {B, S, nh, d}), 2, ctx_),
-                                     contribution(".k_rot.grad"), contribution(".v.grad")});
+    std::vector<Val> dqkv =
+        em_.opN("attention_backward",
+                {get(at + op.q), get(at + op.k + ".gathered"), get(at + op.v + ".gathered"),
+                 get("rope.positions"), kpos, get(at + ".core.out.grad")},
+                op.attrs, at + ".core",
+                {sharded(act(at + op.q + ".grad", {B, S, nh, op.qkDim}), 2, ctx_),
+                 contribution(op.k + ".grad", op.qkDim), contribution(op.v + ".grad", op.vDim)});
     put(dqkv[0]);
     dk[chunk_] = dqkv[1];
     dv[chunk_] = dqkv[2];
@@ -124,7 +129,8 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
   // This rank's contribution (part r of cp), its halves reduce-scattered back to the chunks that own them
   // (still part k of R with replicated kv heads, as kvGrad on the non-cp path).
   const Group groups[2] = {ctx_.group(Axis::CP), cpReversed()};
-  for (auto [name, parts] : {std::pair{".k_rot.grad", dk}, std::pair{".v.grad", dv}}) {
+  for (auto [name, parts, d] :
+       {std::tuple{op.k + ".grad", dk, op.qkDim}, std::tuple{op.v + ".grad", dv, op.vDim}}) {
     em_.setChunk(-1, 1);
     Layout local = kvSharded(fullSeq(at + name, {B, S, nkv, d}), 2);
     local.partial(r * R + k, cp * R);
@@ -140,7 +146,7 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
     }
   }
   setChunk(0);
-  forEachChunk(true, [&] { attentionInputBackward(l); });
+  forEachChunk(true, [&] { coreInputBackward(l); });
 }
 
 }  // namespace paraproof::models

@@ -9,6 +9,18 @@
 //   kv_a = wkv_a n1 -> (c_kv, k_pe); k_pe gets rope once and is shared by all heads (broadcast)
 //   kv = wkv_b rmsnorm(c_kv) -> [.., nh, dn + dv] -> (k_nope, v)
 //   o = attention(cat(q_nope, q_pe), cat(k_nope, k_pe), v), scale 1/sqrt(dn + dr); out = wo o.
+//
+// Sequence parallelism (as the GQA sublayer): x, the norm and the residual hold the tp rank's sequence
+// shard; n1 is all-gathered before every projection, wo's partial output is reduce-scattered. Everything
+// between - including the replicated down-projections and their norms - runs on the gathered sequence, so
+// wq_a, wkv_a, q_a_norm and kv_a_norm see every token and their gradients are complete on each tp rank
+// (not sequence-parallel parameters); only attention_norm sees a shard (sequenceParallel). Backward: the
+// head-sharded wq's input gradient (partial over tp) is reduce-scattered, the replicated ones (wkv_a, and
+// wq_a with q_lora, full on every rank) are sliced to the rank's shard.
+//
+// Context parallelism: the sublayer is split around its core (mlaInput / mlaCore / mlaOutput and the
+// backward parts) like the GQA one; context_parallel.cpp runs the core across both chunks with the
+// all-gathered k_full / v (coreOperands()). The rope tables are [S, dr], sliced per chunk like GQA's.
 #include <cmath>
 
 #include "core/models/training_step.h"
@@ -39,6 +51,7 @@ std::vector<ParamInfo> TrainingStep::mlaParams(int layer) const {
     ps.push_back(ParamInfo{scope + ".weight", scope, std::move(s), tpDim, layer + 1});
   };
   add(l + ".attention_norm", {h}, -1);
+  ps.back().sequenceParallel = true;  // sees only its sequence shard under sp; the rest the gathered one
   if (m.qLora == 0) {
     add(at + ".wq", {nh * dq, h}, 0);
   } else {
@@ -54,19 +67,26 @@ std::vector<ParamInfo> TrainingStep::mlaParams(int layer) const {
 }
 
 void TrainingStep::mlaForward(int l) {
+  mlaInput(l);
+  mlaCore(l);
+  mlaOutput(l);
+}
+
+void TrainingStep::mlaInput(int l) {
   const MlaConfig& m = cfg_.mla;
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, nh = cfg_.heads;
   const int64_t dn = m.qkNope, dr = m.qkRope, dv = m.vHead, dq = dn + dr, r = m.kvLora;
   const Json eps = {{"eps", cfg_.normEps}};
   const Val x = get(hiddenName(l));
-  const Val &cos = get("rope.cos"), &sin = get("rope.sin"), &pos = get("rope.positions");
+  const Val &cos = get("rope.cos"), &sin = get("rope.sin");
   auto heads = [&](const std::string& name, Shape shape) {
     return sharded(act(name, std::move(shape)), 2, ctx_);
   };
 
   Val n1 = em_.op("rmsnorm", {x, get(s + ".attention_norm.weight")}, eps, s + ".attention_norm",
-                  act(s + ".attention_norm.out", {B, S, H}));
+                  seqAct(s + ".attention_norm.out", {B, S, H}));
+  n1 = gatherSeq(n1, s + ".attention_norm");
   put(n1);
 
   // Queries: column-parallel over heads, directly or through the replicated low-rank projection.
@@ -110,52 +130,97 @@ void TrainingStep::mlaForward(int l) {
   Val kpeB = em_.op("broadcast_to", {kpeRot}, reshapeTo(kpeHeads), at + ".core", kpeHeads);
   Val kFull =
       em_.op("concat", {kvh[0], kpeB}, {{"dim", 3}}, at + ".core", heads(at + ".k_full", {B, S, nh, dq}));
-  const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(dq))}, {"causal", true}};
-  Val o = em_.op("attention", {qFull, kFull, kvh[1], pos, pos}, attn, at + ".core",
-                 heads(at + ".core.out", {B, S, nh, dv}));
-  Layout ctxLay = heads(at + ".context", {B, S, nh * dv});
-  Val c = em_.op("reshape", {o}, reshapeTo(ctxLay), at + ".core", ctxLay);
+  for (const Val& t : {kvs[0], ckvn, kvh[1], qFull, kFull})
+    put(t);
+}
+
+void TrainingStep::mlaCore(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads;
+  const Val& pos = get("rope.positions");
+  put(em_.op("attention", {get(at + ".q_full"), get(at + ".k_full"), get(at + ".v"), pos, pos},
+             coreOperands().attrs, at + ".core",
+             sharded(act(at + ".core.out", {B, S, nh, cfg_.mla.vHead}), 2, ctx_)));
+}
+
+void TrainingStep::mlaOutput(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, nh = cfg_.heads, dv = cfg_.mla.vHead;
+  const Val x = get(hiddenName(l));
+  Layout ctxLay = sharded(act(at + ".context", {B, S, nh * dv}), 2, ctx_);
+  Val c = em_.op("reshape", {get(at + ".core.out")}, reshapeTo(ctxLay), at + ".core", ctxLay);
   Val a = linear(at + ".wo", c, at + ".wo.weight", partial(act(at + ".wo.out", {B, S, H}), ctx_));
-  a = em_.allReduce(a, ctx_.group(Axis::TP), "sum", at + ".wo");
-  Val h1 = em_.op("add", {x, a}, {}, at + ".residual", act(at + ".residual", {B, S, H}));
-  for (const Val& t : {kvs[0], ckvn, kvh[1], qFull, kFull, c, h1})
+  a = reduceRowOutput(a, at + ".wo");
+  Val h1 = em_.op("add", {x, a}, {}, at + ".residual", seqAct(at + ".residual", {B, S, H}));
+  for (const Val& t : {c, h1})
     put(t);
 }
 
 void TrainingStep::mlaBackward(int l) {
+  mlaOutputBackward(l);
+  mlaCoreBackward(l);
+  mlaInputBackward(l);
+}
+
+void TrainingStep::mlaOutputBackward(int l) {
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads, dv = cfg_.mla.vHead;
+  const Val dh1f = gatherSeq(get(at + ".residual.grad"), at + ".wo");
+  Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
+                    sharded(act(at + ".context.grad", {B, S, nh * dv}), 2, ctx_));
+  linearDw(at + ".wo", dh1f, get(at + ".context"), at + ".wo.weight");
+  Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, dv}), 2, ctx_);
+  put(em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4));
+}
+
+void TrainingStep::mlaCoreBackward(int l) {
+  const MlaConfig& m = cfg_.mla;
+  const std::string at = "layers." + std::to_string(l) + ".attention";
+  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads, dq = m.qkNope + m.qkRope;
+  auto heads = [&](const std::string& name, Shape shape) {
+    return sharded(act(name, std::move(shape)), 2, ctx_);
+  };
+  const Val& pos = get("rope.positions");
+  std::vector<Val> dqkv = em_.opN(
+      "attention_backward",
+      {get(at + ".q_full"), get(at + ".k_full"), get(at + ".v"), pos, pos, get(at + ".core.out.grad")},
+      coreOperands().attrs, at + ".core",
+      {heads(at + ".q_full.grad", {B, S, nh, dq}), heads(at + ".k_full.grad", {B, S, nh, dq}),
+       heads(at + ".v.grad", {B, S, nh, m.vHead})});
+  for (const Val& t : dqkv)
+    put(t);
+}
+
+void TrainingStep::mlaInputBackward(int l) {
   const MlaConfig& m = cfg_.mla;
   const std::string s = "layers." + std::to_string(l), at = s + ".attention";
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, nh = cfg_.heads;
   const int64_t dn = m.qkNope, dr = m.qkRope, dv = m.vHead, dq = dn + dr, r = m.kvLora;
   const Json eps = {{"eps", cfg_.normEps}};
   const Group tp = ctx_.group(Axis::TP);
-  const Val &cos = get("rope.cos"), &sin = get("rope.sin"), &pos = get("rope.positions");
+  const Val &cos = get("rope.cos"), &sin = get("rope.sin");
   auto heads = [&](const std::string& name, Shape shape) {
     return sharded(act(name, std::move(shape)), 2, ctx_);
   };
+  // Under sp: this rank's sequence shard of an input gradient every tp rank holds in full.
+  auto ownShard = [&](const Val& full, const std::string& scope) {
+    if (!seqParallel()) return full;
+    const int64_t n = em_.type(full).shape.at(1) / ctx_.deg().tp, start = ctx_.at().tp * n;
+    return em_.op("slice", {full}, sliceOf(1, start, start + n), scope,
+                  seqAct(full.lay.name, full.lay.shape).named(full.lay.name + ".shard"));
+  };
   const Val dh1 = get(at + ".residual.grad");
   const Val n1 = get(s + ".attention_norm.out");
-
-  // Output projection and attention core (head-sharded).
-  Val dc = linearDx(at + ".wo", dh1, at + ".wo.weight", heads(at + ".context.grad", {B, S, nh * dv}));
-  linearDw(at + ".wo", dh1, get(at + ".context"), at + ".wo.weight");
-  Layout do4 = heads(at + ".core.out.grad", {B, S, nh, dv});
-  Val dout = em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4);
-  const Json attn = {{"scale", 1.0 / std::sqrt(static_cast<double>(dq))}, {"causal", true}};
-  std::vector<Val> dqkv =
-      em_.opN("attention_backward",
-              {get(at + ".q_full"), get(at + ".k_full"), get(at + ".v"), pos, pos, dout}, attn, at + ".core",
-              {heads(at + ".q_full.grad", {B, S, nh, dq}), heads(at + ".k_full.grad", {B, S, nh, dq}),
-               heads(at + ".v.grad", {B, S, nh, dv})});
+  const Val dqFull = get(at + ".q_full.grad"), dkFull = get(at + ".k_full.grad"), dV = get(at + ".v.grad");
 
   // Concat backward: slices of the query and key gradients.
   Val dqNope =
-      em_.op("slice", {dqkv[0]}, sliceOf(3, 0, dn), at + ".core", heads(at + ".q_nope.grad", {B, S, nh, dn}));
-  Val dqPeRot = em_.op("slice", {dqkv[0]}, sliceOf(3, dn, dq), at + ".core",
+      em_.op("slice", {dqFull}, sliceOf(3, 0, dn), at + ".core", heads(at + ".q_nope.grad", {B, S, nh, dn}));
+  Val dqPeRot = em_.op("slice", {dqFull}, sliceOf(3, dn, dq), at + ".core",
                        heads(at + ".q_pe_rot.grad", {B, S, nh, dr}));
   Val dkNope =
-      em_.op("slice", {dqkv[1]}, sliceOf(3, 0, dn), at + ".core", heads(at + ".k_nope.grad", {B, S, nh, dn}));
-  Val dkPeHeads = em_.op("slice", {dqkv[1]}, sliceOf(3, dn, dq), at + ".core",
+      em_.op("slice", {dkFull}, sliceOf(3, 0, dn), at + ".core", heads(at + ".k_nope.grad", {B, S, nh, dn}));
+  Val dkPeHeads = em_.op("slice", {dkFull}, sliceOf(3, dn, dq), at + ".core",
                          heads(at + ".k_pe_heads.grad", {B, S, nh, dr}));
 
   // The shared rope key: broadcast backward sums over heads - over this rank's heads, a part of the sum
@@ -168,7 +233,8 @@ void TrainingStep::mlaBackward(int l) {
   Layout dkPeLay = act(at + ".k_pe.grad", {B, S, dr});
   Val dkPe = em_.op("reshape", {dkPe4}, reshapeTo(dkPeLay), at + ".wkv_a", dkPeLay);
 
-  // Query path back to n1 (partial over tp unless through the replicated q_lora projection).
+  // Query path back to n1: partial over tp through wq (reduced as a row output: all-reduce, or
+  // reduce-scatter under sp), full on every rank through the replicated q_lora projection.
   Val dqPe = em_.op("rope_backward", {dqPeRot, cos, sin}, {}, at + ".rope",
                     heads(at + ".q_pe.grad", {B, S, nh, dr}));
   const std::string qw = m.qLora > 0 ? at + ".wq_b" : at + ".wq";
@@ -178,7 +244,7 @@ void TrainingStep::mlaBackward(int l) {
   Val dn1q;
   if (m.qLora == 0) {
     dn1q = linearDx(qw, dqf, qw + ".weight", partial(act(qw + ".dx", {B, S, H}), ctx_));
-    dn1q = em_.allReduce(dn1q, tp, "sum", qw);
+    dn1q = reduceRowOutput(dn1q, qw);
     linearDw(qw, dqf, n1, qw + ".weight");
   } else {
     const Val qan = get(at + ".q_a_norm.out");
@@ -192,11 +258,12 @@ void TrainingStep::mlaBackward(int l) {
                 {act(at + ".wq_a.out.grad", {B, S, m.qLora}), grad(paramInfo(at + ".q_a_norm.weight"))});
     addGrad(at + ".q_a_norm.weight", qb[1]);
     dn1q = linearDx(at + ".wq_a", qb[0], at + ".wq_a.weight", act(at + ".wq_a.dx", {B, S, H}));
+    dn1q = ownShard(dn1q, at + ".wq_a");
     linearDw(at + ".wq_a", qb[0], n1, at + ".wq_a.weight");
   }
 
   // Key/value path: split backward = concat; the up-projection's input gradient is partial over tp.
-  Val dkv4 = em_.op("concat", {dkNope, dqkv[2]}, {{"dim", 3}}, at + ".wkv_b",
+  Val dkv4 = em_.op("concat", {dkNope, dV}, {{"dim", 3}}, at + ".wkv_b",
                     heads(at + ".kv.grad", {B, S, nh, dn + dv}));
   Layout dkvfLay = heads(at + ".wkv_b.out.grad", {B, S, nh * (dn + dv)});
   Val dkvf = em_.op("reshape", {dkv4}, reshapeTo(dkvfLay), at + ".wkv_b", dkvfLay);
@@ -211,14 +278,15 @@ void TrainingStep::mlaBackward(int l) {
   Val dkva = em_.op("concat", {kb[0], dkPe}, {{"dim", 2}}, at + ".wkv_a",
                     act(at + ".wkv_a.out.grad", {B, S, r + dr}));
   Val dn1kv = linearDx(at + ".wkv_a", dkva, at + ".wkv_a.weight", act(at + ".wkv_a.dx", {B, S, H}));
+  dn1kv = ownShard(dn1kv, at + ".wkv_a");
   linearDw(at + ".wkv_a", dkva, n1, at + ".wkv_a.weight");
 
-  Val dn1 =
-      em_.op("add", {dn1q, dn1kv}, {}, s + ".attention_norm", act(s + ".attention_norm.out.grad", {B, S, H}));
+  Val dn1 = em_.op("add", {dn1q, dn1kv}, {}, s + ".attention_norm",
+                   seqAct(s + ".attention_norm.out.grad", {B, S, H}));
   std::vector<Val> na =
       em_.opN("rmsnorm_backward", {get(hiddenName(l)), get(s + ".attention_norm.weight"), dn1}, eps,
               s + ".attention_norm",
-              {act(s + ".attention_norm.dx", {B, S, H}), grad(paramInfo(s + ".attention_norm.weight"))});
+              {seqAct(s + ".attention_norm.dx", {B, S, H}), grad(paramInfo(s + ".attention_norm.weight"))});
   addGrad(s + ".attention_norm.weight", na[1]);
   put(em_.op("add", {dh1, na[0]}, {}, at + ".residual", hiddenGradLayout(l)));
 }

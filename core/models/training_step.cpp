@@ -1,6 +1,7 @@
 #include "core/models/training_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace paraproof::models {
@@ -352,6 +353,37 @@ void TrainingStep::forward(int block) {
       ffnForward(block - 1);
     }
   });
+}
+
+TrainingStep::CoreOperands TrainingStep::coreOperands() const {
+  if (cfg_.family != Family::DeepSeek)
+    return {".q_rot", ".k_rot", ".v", cfg_.kvHeads, cfg_.headDim(), cfg_.headDim(), attentionAttrs()};
+  // MLA: every head has its own key (k_nope and the broadcast rope key), values are vHead wide.
+  const MlaConfig& m = cfg_.mla;
+  const int64_t dq = m.qkNope + m.qkRope;
+  return {".q_full",
+          ".k_full",
+          ".v",
+          cfg_.heads,
+          dq,
+          m.vHead,
+          Json{{"scale", 1.0 / std::sqrt(static_cast<double>(dq))}, {"causal", true}}};
+}
+
+void TrainingStep::coreInput(int layer) {
+  cfg_.family == Family::DeepSeek ? mlaInput(layer) : attentionInput(layer);
+}
+
+void TrainingStep::coreOutput(int layer) {
+  cfg_.family == Family::DeepSeek ? mlaOutput(layer) : attentionOutput(layer);
+}
+
+void TrainingStep::coreOutputBackward(int layer) {
+  cfg_.family == Family::DeepSeek ? mlaOutputBackward(layer) : attentionOutputBackward(layer);
+}
+
+void TrainingStep::coreInputBackward(int layer) {
+  cfg_.family == Family::DeepSeek ? mlaInputBackward(layer) : attentionInputBackward(layer);
 }
 
 void TrainingStep::ffnForward(int layer) {

@@ -110,10 +110,30 @@ class TrainingStep {
   std::vector<ParamInfo> ffnParams(int layer) const;
   void attentionForward(int layer);  // GQA (Llama): input, core, output below
   void attentionBackward(int layer);
-  // DeepSeek multi-head latent attention (mla_blocks.cpp); the same sublayer contract as attentionForward.
+  // DeepSeek multi-head latent attention (mla_blocks.cpp); the same sublayer contract as attentionForward,
+  // split the same way around its core so context parallelism can run the core across both chunks.
   std::vector<ParamInfo> mlaParams(int layer) const;
   void mlaForward(int layer);
   void mlaBackward(int layer);
+  void mlaInput(int layer);  // norm, q and kv projections, RoPE: puts q_full, k_full, v
+  void mlaCore(int layer);   // puts core.out
+  void mlaOutput(int layer);
+  void mlaOutputBackward(int layer);  // puts core.out.grad
+  void mlaCoreBackward(int layer);    // puts q_full.grad, k_full.grad, v.grad
+  void mlaInputBackward(int layer);
+  // The attention core's operands (value names after "layers.L.attention") and sizes: GQA's rotated q/k
+  // and v, or MLA's concatenated [nope, rope] q/k (dn + dr wide) and v (dv wide).
+  struct CoreOperands {
+    std::string q, k, v;
+    int64_t kvHeads = 0, qkDim = 0, vDim = 0;
+    Json attrs;
+  };
+  CoreOperands coreOperands() const;
+  // The attention sublayer's parts before and after its core, GQA or MLA (used by context parallelism).
+  void coreInput(int layer);
+  void coreOutput(int layer);
+  void coreOutputBackward(int layer);
+  void coreInputBackward(int layer);
   void attentionInput(int layer);  // norm, q/k/v projections, RoPE: puts q_rot, k_rot, v
   void attentionCore(int layer);   // puts core.out
   void attentionOutput(int layer);

@@ -97,8 +97,13 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 }
 
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
-  if (m.family == Family::DeepSeek)
-    require(!s.sp && s.cp == 1, m.name + ": MLA attention does not support sp or cp yet");
+  // MLA attention supports sp and cp; the MoE FFN (layers >= denseLayers) does not run under them yet.
+  if (m.family == Family::DeepSeek && ((s.sp && s.tp > 1) || s.cp > 1))
+    require(shape.layers <= m.moe.denseLayers,
+            m.name + ": the MoE FFN (layers " + std::to_string(m.moe.denseLayers) +
+                " and up) does not support " + (s.cp > 1 ? "cp" : "sp") + " yet; use --layers " +
+                std::to_string(m.moe.denseLayers) + " (dense layers only) or drop " +
+                (s.cp > 1 ? "cp" : "sp"));
   if (s.ep > 1) {
     require(m.family == Family::DeepSeek && m.moe.routedExperts > 0,
             "ep (expert parallel) needs a MoE model (dsv3-16b, dsv3-236b, dsv3-671b)");
@@ -120,8 +125,6 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
   require(shape.batch % (s.dp * s.mb) == 0, "the global batch (" + std::to_string(shape.batch) +
                                                 ") is not divisible by dp*mb (" +
                                                 std::to_string(s.dp * s.mb) + ")");
-  require(s.cp == 1 || m.family != Family::DeepSeek,
-          "cp (context parallel) for DeepSeek (MLA) attention is not supported by the generator yet");
   require(shape.seq % (2 * s.cp) == 0, "cp=" + std::to_string(s.cp) + ": the sequence length (" +
                                            std::to_string(shape.seq) + ") must be divisible by 2*cp (" +
                                            std::to_string(2 * s.cp) +
