@@ -699,6 +699,32 @@ std::vector<Item> buildCatalog() {
         }
       },
       "dsv3-16b", "dp=4,ep=2");
+
+  add(
+      "rw20-zero-expert-shard-group", "optimizer shard (ZeRO)",
+      "Under ZeRO with expert parallelism the routed experts' optimizer shards live on the "
+      "expert-data-parallel group (the dp ranks holding the same experts), but the all-gather of the "
+      "updated expert shards runs over the expert-parallel group (ranks holding different experts), so the "
+      "layer's w1 experts are reassembled from other experts' shards.",
+      moe, {.dp = 4, .ep = 2, .moe = true, .zero = 1},
+      [](Where& w) {
+        const std::string id = w.layer("mlp.experts.w1.weight.out/ag");
+        const std::string dispatch = w.mb(w.layer("mlp.experts.in")) + "/a2a";
+        if (w.here().graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " gathers no expert optimizer shards (needs zero=1 or 2 and an "
+                                      "expert-data-parallel group of several ranks)");
+        // Every rank of the stage makes the same mistake, so the collectives stay well matched.
+        for (Device& d : w.plan.devices) {
+          if (d.graph.findOp(id) == kNone) continue;
+          const std::vector<int> ep = groupOf(opById(d, dispatch));
+          Op& o = opById(d, id);
+          o.attrs["group"] = ep;
+          o.attrs["instance"] = id + "@ep" + std::to_string(ep.front());
+          w.changed(d.rank, id);
+        }
+      },
+      "dsv3-16b", "dp=4,ep=2,zero=1");
   return c;
 }
 

@@ -106,8 +106,6 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
                                   "): an expert-parallel group is ep consecutive data-parallel ranks");
     require(m.moe.routedExperts % s.ep == 0,
             divides("ep", s.ep, "number of routed experts", m.moe.routedExperts));
-    require(s.zero == 0, "zero with ep (expert-data-parallel optimizer sharding) is not supported yet");
-    require(s.cp == 1, "cp with ep is not supported yet");
   }
   if (m.family == Family::DeepSeek && shape.layers > m.moe.denseLayers) {
     require(m.moe.expertFfn % s.tp == 0, divides("tp", s.tp, "expert FFN width", m.moe.expertFfn));
@@ -152,11 +150,15 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
     const TrainingStep step(m, shape, device, em);
     for (int b = 0; b < step.blockCount(); ++b)
       for (const models::ParamInfo& p : step.params(b)) {
-        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp / p.tpReplicas : 1);
-        require(rows % (s.dp * s.cp) == 0,
+        // Routed experts under ep: E/ep experts per rank, sharded over the expert-data-parallel group.
+        const bool expert = p.epDim == 0 && s.ep > 1;
+        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp / p.tpReplicas : 1) / (expert ? s.ep : 1);
+        const int group = expert ? s.dp / s.ep * s.cp : s.dp * s.cp;
+        require(rows % group == 0,
                 "zero=" + std::to_string(s.zero) + ": parameter " + p.name + " has " + std::to_string(rows) +
-                    " rows per tp rank, not divisible by the data-parallel group (dp*cp = " +
-                    std::to_string(s.dp * s.cp) + ")");
+                    " rows per tp" + (expert ? "/ep" : "") + " rank, not divisible by the " +
+                    (expert ? "expert-data-parallel group (dp/ep*cp = " : "data-parallel group (dp*cp = ") +
+                    std::to_string(group) + ")");
       }
   }
 }
