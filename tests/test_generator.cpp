@@ -62,6 +62,9 @@ class TestGenerator : public QObject {
       QTest::newRow((std::string("dsv3-16b ") + p).c_str()) << "dsv3-16b" << QString(p) << 2;
     QTest::newRow("dsv3-671b dp2 ep2") << "dsv3-671b"
                                        << "dp=2,ep=2" << 4;
+    // MoE composed with zero (experts sharded over the expert-data-parallel group).
+    for (const char* p : {"dp=2,ep=2,zero=1", "dp=4,ep=2,zero=2", "dp=4,ep=2,pp=2,mb=2,zero=3"})
+      QTest::newRow((std::string("dsv3-16b ") + p).c_str()) << "dsv3-16b" << QString(p) << 2;
     // Context parallel.
     for (const char* m : {"mlp", "gpt-tiny"})
       for (const char* p : {"cp=2", "dp=2,cp=2", "tp=2,pp=2,mb=2,cp=2", "dp=2,cp=2,zero=3"})
@@ -202,6 +205,28 @@ class TestGenerator : public QObject {
     }
     QCOMPARE(a2a, 4);  // dispatch and combine, forward and backward
     QCOMPARE(expertGroup, (std::vector<int>{1, 3}));
+  }
+
+  // ZeRO with ep: a routed expert's shard is split over the expert-data-parallel group (the dp ranks with
+  // the same experts); with one such rank (dp = ep) the experts stay whole while dense weights are sharded.
+  void zeroShardsExpertsOverTheExpertDataParallelGroup() {
+    Plan p = generate("dsv3-16b", "dp=4,ep=2,zero=3", 2);
+    const Device& d = p.devices.at(3);  // ep index 1, expert-data-parallel index 1
+    // The parameter input is the shard (ZeRO-3), all-gathered over the expert-data-parallel group.
+    const Lineage& w = d.lineage.at(d.graph.findValue("layers.1.mlp.experts.w1.weight"));
+    QCOMPARE(w.box.ranges.front(), (std::pair<int64_t, int64_t>{48, 64}));  // upper half of experts 32..64
+    const OpId ag = d.graph.findOp("layers.1.mlp.experts.w1.weight/ag");
+    QVERIFY(ag != kNone);
+    QCOMPARE(d.graph.ops[ag].attrs.at("group").get<std::vector<int>>(), (std::vector<int>{1, 3}));
+    const Lineage& dense = d.lineage.at(d.graph.findValue("layers.1.mlp.gate.weight"));
+    QCOMPARE(dense.box.ranges.front(), (std::pair<int64_t, int64_t>{48, 64}));  // 64 rows over dp 4
+
+    Plan whole = generate("dsv3-16b", "dp=2,ep=2,zero=3", 2);
+    const Device& r1 = whole.devices.at(1);
+    QVERIFY(r1.graph.findOp("layers.1.mlp.experts.w1.weight/ag") == kNone);
+    const Lineage& m = r1.lineage.at(r1.graph.findValue("layers.1.mlp.experts.w1.weight.m"));
+    QCOMPARE(m.box.ranges.front(), (std::pair<int64_t, int64_t>{32, 64}));
+    QVERIFY(r1.graph.findOp("layers.1.mlp.gate.weight/ag") != kNone);
   }
 
   // GPT-2 style tying: one logical parameter read by the embedding and the output projection, its gradient
@@ -409,12 +434,6 @@ class TestGenerator : public QObject {
     QTest::newRow("ep vs dp") << "dsv3-16b"
                               << "dp=2,ep=4"
                               << "must divide dp";
-    QTest::newRow("moe with sp") << "dsv3-16b"
-                                 << "tp=2,sp"
-                                 << "MoE FFN (layers 1 and up) does not support sp yet";
-    QTest::newRow("moe with cp") << "dsv3-16b"
-                                 << "cp=2"
-                                 << "MoE FFN (layers 1 and up) does not support cp yet";
     QTest::newRow("ep on a dense model") << "llama3-8b"
                                          << "dp=2,ep=2"
                                          << "needs a MoE model";

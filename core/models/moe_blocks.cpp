@@ -51,8 +51,12 @@ std::vector<ParamInfo> TrainingStep::moeParams(int layer) const {
                            .block = layer + 1,
                            .epDim = epDim});
   };
+  // Under sp the norm and the router see only the rank's sequence shard (Megatron's router is
+  // sequence-parallel too): their gradients are partial over tp.
   add(l + ".ffn_norm", {h}, -1);
+  ps.back().sequenceParallel = true;
   add(l + ".mlp.gate", {e, h}, -1);
+  ps.back().sequenceParallel = true;
   add(l + ".mlp.experts.w1", {e, fe, h}, 1, 0);
   add(l + ".mlp.experts.w3", {e, fe, h}, 1, 0);
   add(l + ".mlp.experts.w2", {e, h, fe}, 2, 0);
@@ -69,6 +73,7 @@ Layout TrainingStep::expertAct(const std::string& name, int64_t width, bool disp
   const Degrees& d = ctx_.deg();
   const int64_t rows = shape_.batch / (d.dp * d.mb);
   Layout l = Layout::full(name, {cfg_.moe.routedExperts, shape_.batch, shape_.seq, width});
+  if (chunks() > 1) l.slice(2, chunkStart(chunk_), chunkLength());  // context parallel: this chunk
   if (!dispatched || d.ep == 1) {
     l.slice(1, ctx_.at().dp * (shape_.batch / d.dp) + mb_ * rows, rows);
   } else if (source >= 0) {
@@ -112,7 +117,8 @@ Layout TrainingStep::expertGradChunk(const std::string& weight, int source) cons
   const ParamInfo& p = paramInfo(weight);
   const int src = ctx_.edpIndex() * d.ep + source;
   Layout l = param(p).renamed(p.name + ".grad");
-  l.partial((src * d.cp + ctx_.at().cp) * d.mb + mb_, d.dp * d.cp * d.mb);
+  // As gradPart() with the source rank's dp coordinate: micro-batch, then chunk, the innermost.
+  l.partial(((src * d.cp + ctx_.at().cp) * d.mb + mb_) * chunks() + chunk_, d.dp * d.cp * d.mb * chunks());
   return l.named(p.name + ".grad.from" + std::to_string(source));
 }
 
@@ -133,21 +139,23 @@ void TrainingStep::addExpertGrad(const std::string& weight, const std::vector<Va
 
 int TrainingStep::expertGradPart() const {
   const Degrees& d = ctx_.deg();
-  return (ctx_.edpIndex() * d.cp + ctx_.at().cp) * d.mb + mb_;
+  return ((ctx_.edpIndex() * d.cp + ctx_.at().cp) * d.mb + mb_) * chunks() + chunk_;
 }
 
 int TrainingStep::expertGradParts() const {
   const Degrees& d = ctx_.deg();
-  return d.dp / d.ep * d.cp * d.mb;
+  return d.dp / d.ep * d.cp * d.mb * chunks();
 }
 
-void TrainingStep::moeRouterForward(int l) {
+// On the rank's sequence shard under sp (n2 before the gather), as Megatron's router; else every tp rank
+// routes the whole sequence (replicated).
+void TrainingStep::moeRouterForward(int l, const Val& n2) {
   const std::string s = layerScope(l), g = s + ".mlp.gate";
   const MoeConfig& m = cfg_.moe;
   const int64_t B = shape_.batch, S = shape_.seq, E = m.routedExperts, G = m.groups;
-  const Val& n2 = get(s + ".ffn_norm.out");
-  auto tok = [&](const std::string& name, int64_t width) { return act(name, {B, S, width}); };
-  auto grouped = [&](const std::string& name, int64_t width) { return act(name, {B, S, G, width}); };
+  env(mb_, chunk_)[g + ".in"] = n2;
+  auto tok = [&](const std::string& name, int64_t width) { return seqAct(name, {B, S, width}); };
+  auto grouped = [&](const std::string& name, int64_t width) { return seqAct(name, {B, S, G, width}); };
 
   Val logits = linear(g, n2, g + ".weight", tok(g + ".out", E));
   Val scores = m.sigmoidScoring ? em_.op("sigmoid", {logits}, {}, g, tok(g + ".scores", E))
@@ -182,6 +190,8 @@ void TrainingStep::moeRouterForward(int l) {
   put(em_.op("scale", {gates}, {{"factor", m.routedScaling}}, g, tok(g + ".weights", E)));
   for (const Val& t : {scores, sel, gates})
     put(t);
+  // The combine weights every token's expert outputs: the whole sequence (replaces the shard under sp).
+  put(gatherSeq(get(g + ".weights"), g));
 }
 
 void TrainingStep::moeForward(int l) {
@@ -193,9 +203,11 @@ void TrainingStep::moeForward(int l) {
   const Group ep = ctx_.group(Axis::EP);
   const Val h1 = get(s + ".attention.residual");
   Val n2 = em_.op("rmsnorm", {h1, get(s + ".ffn_norm.weight")}, eps, s + ".ffn_norm",
-                  act(s + ".ffn_norm.out", {B, S, H}));
+                  seqAct(s + ".ffn_norm.out", {B, S, H}));
+  moeRouterForward(l, n2);
+  // The experts (tp-sharded on their FFN width) need every token of the sequence.
+  n2 = gatherSeq(n2, s + ".ffn_norm");
   put(n2);
-  moeRouterForward(l);
 
   // Routed experts: broadcast the tokens to every expert, dispatch over ep, run the local experts.
   Layout inLay = expertAct(ex + ".in", H, false, false);
@@ -215,7 +227,7 @@ void TrainingStep::moeForward(int l) {
     Val gm = em_.op("mul", {ac, u}, {}, ex + ".gate", lay(ex + ".gate", Fe, true));
     os.push_back(expertLinear("w2", "ebsf,ehf->ebsh", gm, partial(lay(ex + ".out", H, false), ctx_)));
     for (const Val& t : {xs[j], a, u, ac, gm})
-      env_.at(mb_)[t.lay.name + (src >= 0 ? ".from" + std::to_string(j) : "")] = t;
+      env(mb_, chunk_)[t.lay.name + (src >= 0 ? ".from" + std::to_string(j) : "")] = t;
   }
   Val o = expertConcat(os, partial(expertAct(ex + ".out", H, true, false), ctx_), ex + ".combine");
   // Combine: bring every expert's outputs for this rank's tokens back, weight them by the gates.
@@ -236,7 +248,7 @@ void TrainingStep::moeForward(int l) {
     for (const Val& t : {sg, su, sa, sm})
       put(t);
   }
-  f = em_.allReduce(f, ctx_.group(Axis::TP), "sum", s + ".mlp");
+  f = reduceRowOutput(f, s + ".mlp");
   put(em_.op("add", {h1, f}, {}, s + ".mlp.residual", hiddenLayout(l + 1)));
 }
 
@@ -244,7 +256,7 @@ void TrainingStep::moeRouterBackward(int l, const Val& dGates) {
   const std::string s = layerScope(l), g = s + ".mlp.gate";
   const MoeConfig& m = cfg_.moe;
   const int64_t B = shape_.batch, S = shape_.seq, E = m.routedExperts;
-  auto tok = [&](const std::string& name, int64_t width) { return act(name, {B, S, width}); };
+  auto tok = [&](const std::string& name, int64_t width) { return seqAct(name, {B, S, width}); };
   Val dg0;
   if (m.sigmoidScoring) {
     // gates = g0 / sum(g0): d g0 = (d gates - sum(d gates * gates)) / sum(g0)
@@ -263,7 +275,9 @@ void TrainingStep::moeRouterBackward(int l, const Val& dGates) {
           ? em_.op("sigmoid_backward", {get(g + ".scores"), ds}, {}, g, tok(g + ".out.grad", E))
           : em_.op("softmax_backward", {get(g + ".scores"), ds}, {{"dim", -1}}, g, tok(g + ".out.grad", E));
   put(linearDx(g, dl, g + ".weight", tok(g + ".dx", cfg_.hidden)));
-  linearDw(g, dl, get(s + ".ffn_norm.out"), g + ".weight");
+  // Under sp a tp rank's router gradient covers its sequence shard only: a partial sum over tp
+  // (ParamInfo::sequenceParallel), all-reduced over tp with the norm weights.
+  linearDw(g, dl, get(g + ".in"), g + ".weight");
 }
 
 void TrainingStep::moeBackward(int l) {
@@ -273,13 +287,15 @@ void TrainingStep::moeBackward(int l) {
   const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, E = m.routedExperts, Fe = m.expertFfn,
                 Fs = static_cast<int64_t>(m.sharedExperts) * m.expertFfn;
   const Json eps = {{"eps", cfg_.normEps}};
-  const Group ep = ctx_.group(Axis::EP), tp = ctx_.group(Axis::TP);
-  const Val dy = get(hiddenName(l + 1) + ".grad");
+  const Group ep = ctx_.group(Axis::EP);
+  const Val dyl = get(hiddenName(l + 1) + ".grad");
+  const Val dy = gatherSeq(dyl, s + ".mlp");
 
-  // Combine backward: the gates' gradient (the expert outputs are tp partial sums) and each expert's.
+  // Combine backward: the gates' gradient (the expert outputs are tp partial sums: reduced, and under sp
+  // scattered back to the router's sequence shard) and each expert's.
   Val dg = em_.op("einsum", {dy, get(ex + ".out")}, {{"equation", "bsh,ebsh->bse"}}, ex,
                   partial(act(s + ".mlp.gate.weights.grad", {B, S, E}), ctx_));
-  dg = em_.allReduce(dg, tp, "sum", ex);
+  dg = reduceRowOutput(dg, ex);
   Val doc = em_.op("einsum", {get(s + ".mlp.gate.weights"), dy}, {{"equation", "bse,bsh->ebsh"}}, ex,
                    expertAct(ex + ".out.grad", H, false, false));
   Val dod = em_.allToAll(doc, ep, 0, 1, expertAct(ex + ".out.grad", H, true, false), ex + ".combine");
@@ -339,15 +355,15 @@ void TrainingStep::moeBackward(int l) {
     Val ds = em_.op("add", {d1, d3}, {}, sh, partial(act(sh + ".dx", {B, S, H}), ctx_));
     dn = em_.op("add", {dn, ds}, {}, s + ".mlp", partial(act(s + ".mlp.dx", {B, S, H}), ctx_));
   }
-  dn = em_.allReduce(dn, tp, "sum", s + ".mlp");
+  dn = reduceRowOutput(dn, s + ".mlp");
   moeRouterBackward(l, dg);
   Val dn2 = em_.op("add", {dn, get(s + ".mlp.gate.dx")}, {}, s + ".ffn_norm",
-                   act(s + ".ffn_norm.out.grad", {B, S, H}));
-  std::vector<Val> nb =
-      em_.opN("rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps,
-              s + ".ffn_norm", {act(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
+                   seqAct(s + ".ffn_norm.out.grad", {B, S, H}));
+  std::vector<Val> nb = em_.opN(
+      "rmsnorm_backward", {get(at + ".residual"), get(s + ".ffn_norm.weight"), dn2}, eps, s + ".ffn_norm",
+      {seqAct(s + ".ffn_norm.dx", {B, S, H}), grad(paramInfo(s + ".ffn_norm.weight"))});
   addGrad(s + ".ffn_norm.weight", nb[1]);
-  put(em_.op("add", {dy, nb[0]}, {}, s + ".mlp.residual", act(at + ".residual.grad", {B, S, H})));
+  put(em_.op("add", {dyl, nb[0]}, {}, s + ".mlp.residual", seqAct(at + ".residual.grad", {B, S, H})));
 }
 
 }  // namespace paraproof::models

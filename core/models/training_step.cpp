@@ -148,13 +148,23 @@ int TrainingStep::zeroStage() const {
   return ctx_.group(Axis::DPCP).size() > 1 ? ctx_.deg().zero : 0;
 }
 
-Layout TrainingStep::shardOf(Layout l) const {
-  const Group g = ctx_.group(Axis::DPCP);
+// Routed experts under ep: only the expert-data-parallel group holds the same experts (DeepSpeed-MoE /
+// Megatron's expert-data-parallel distributed optimizer); with one such rank they are not sharded.
+Group TrainingStep::zeroGroup(const ParamInfo& p) const {
+  return ctx_.group(p.epDim >= 0 && ctx_.deg().ep > 1 ? Axis::EDP : Axis::DPCP);
+}
+
+int TrainingStep::zeroStage(const ParamInfo& p) const {
+  return zeroGroup(p).size() > 1 ? zeroStage() : 0;
+}
+
+Layout TrainingStep::shardOf(Layout l, const ParamInfo& p) const {
+  const Group g = zeroGroup(p);
   return l.shard(0, g.indexOf(ctx_.rank()), g.size());
 }
 
 Layout TrainingStep::optimizerLayout(const ParamInfo& p) const {
-  return zeroStage() >= 1 ? shardOf(param(p)) : param(p);
+  return zeroStage(p) >= 1 ? shardOf(param(p), p) : param(p);
 }
 
 bool TrainingStep::tiedAcrossStages() const {
@@ -256,7 +266,7 @@ Layout accumulated(Layout l, const ShardContext& ctx, const std::string& valueNa
 void TrainingStep::declareParam(const ParamInfo& p) {
   owned_.push_back(p);
   const Layout opt = optimizerLayout(p);
-  if (zeroStage() >= 3)
+  if (zeroStage(p) >= 3)
     global_[p.name + ".shard"] = em_.input(opt);
   else
     global_[p.name] = em_.input(param(p));
@@ -272,9 +282,8 @@ void TrainingStep::gatherParams(int block) {
   const int saved = mb_;
   stepWide();
   for (const ParamInfo& p : owned_)
-    if (p.block == block && !global_.count(p.name))
-      global_[p.name] =
-          em_.allGather(global_.at(p.name + ".shard"), ctx_.group(Axis::DPCP), 0, param(p), p.scope);
+    if (p.block == block && !global_.count(p.name) && zeroStage(p) >= 3)
+      global_[p.name] = em_.allGather(global_.at(p.name + ".shard"), zeroGroup(p), 0, param(p), p.scope);
   setMicroBatch(saved);
 }
 
@@ -455,10 +464,13 @@ void TrainingStep::finishGradients(int block) {
   const Group dpcp = ctx_.group(Axis::DPCP);
   std::vector<Val> reduced;
   if (zeroStage() >= 2) {
-    // ZeRO-2/3: each rank keeps only its shard of the reduced gradient.
+    // ZeRO-2/3: each rank keeps only its shard of the reduced gradient (of its zeroGroup; routed experts
+    // with a single expert-data-parallel rank are not sharded: the "reduction" over one rank is the sum).
     for (size_t i = 0; i < ps.size(); ++i)
-      reduced.push_back(
-          em_.reduceScatter(accs[i], dpcp, 0, "sum", shardOf(accs[i].lay).whole(), ps[i].scope));
+      reduced.push_back(zeroStage(ps[i]) >= 2
+                            ? em_.reduceScatter(accs[i], zeroGroup(ps[i]), 0, "sum",
+                                                shardOf(accs[i].lay, ps[i]).whole(), ps[i].scope)
+                            : accs[i]);
   } else {
     // One coalesced bucket per block and reduction group, as data-parallel frameworks overlap reduction
     // with backward: routed experts under ep reduce over the expert-data-parallel group only.
@@ -477,10 +489,13 @@ void TrainingStep::finishGradients(int block) {
     bucket(dense, dpcp, scope);
     bucket(experts, ctx_.group(Axis::EDP), scope + ".mlp.experts");
     if (zeroStage() == 1)
-      for (Val& g : reduced) {
-        const int64_t rows = em_.type(g).shape.at(0) / dpcp.size(), start = dpcp.indexOf(ctx_.rank()) * rows;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        if (zeroStage(ps[i]) < 1) continue;
+        Val& g = reduced[i];
+        const Group zg = zeroGroup(ps[i]);
+        const int64_t rows = em_.type(g).shape.at(0) / zg.size(), start = zg.indexOf(ctx_.rank()) * rows;
         g = em_.op("slice", {g}, {{"dim", 0}, {"start", start}, {"end", start + rows}}, scope,
-                   shardOf(g.lay).named(g.lay.name + ".shard"));
+                   shardOf(g.lay, ps[i]).named(g.lay.name + ".shard"));
       }
   }
   for (size_t i = 0; i < ps.size(); ++i)
@@ -511,11 +526,12 @@ void TrainingStep::finish() {
   // the tied embedding only on its first stage, ZeRO shards once each - then summed over every rank that
   // holds distinct pieces: pp x tp, or with sharded gradients all ranks (pp x dp x cp x tp, rank order).
   // Under expert parallelism routed-expert shards differ along ep: they count on every ep rank, the other
-  // parameters only on ep index 0, summed over pp x ep x tp.
+  // parameters only on ep index 0, summed over pp x ep x tp (with ZeRO every rank's shards are distinct:
+  // dense ones over dp x cp, experts over ep x the expert-data-parallel group).
   const bool ep = d.ep > 1;
   std::vector<Val> counted;
   for (const ParamInfo& p : owned_)
-    if (countedInGradNorm(p) && !tiedCopy(p) && (p.epDim >= 0 || ctx_.epIndex() == 0))
+    if (countedInGradNorm(p) && !tiedCopy(p) && (z >= 1 || p.epDim >= 0 || ctx_.epIndex() == 0))
       counted.push_back(grads_.at(p.name));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
   if (z >= 1)
@@ -533,14 +549,15 @@ void TrainingStep::finish() {
                     Layout::full("optimizer.clip_coef", {}));
   const Json adamw = {{"lr", 1e-3},  {"beta1", 0.9},        {"beta2", 0.95},
                       {"eps", 1e-8}, {"weight_decay", 0.1}, {"step", 1}};
-  const Group dpcp = ctx_.group(Axis::DPCP);
   for (const ParamInfo& p : owned_) {
     // ZeRO: AdamW runs on this rank's shard; stages 1-2 slice it from the replicated parameter and
     // all-gather the updated shards, stage 3 keeps parameter and update sharded.
     const Layout opt = optimizerLayout(p);
-    Val w = z >= 3 ? global_.at(p.name + ".shard") : global_.at(p.name);
-    if (z == 1 || z == 2) {
-      const int64_t rows = opt.localShape().at(0), start = dpcp.indexOf(ctx_.rank()) * rows;
+    const int pz = zeroStage(p);
+    const Group zg = zeroGroup(p);
+    Val w = pz >= 3 ? global_.at(p.name + ".shard") : global_.at(p.name);
+    if (pz == 1 || pz == 2) {
+      const int64_t rows = opt.localShape().at(0), start = zg.indexOf(ctx_.rank()) * rows;
       w = em_.op("slice", {w}, {{"dim", 0}, {"start", start}, {"end", start + rows}}, p.scope,
                  opt.named(p.name + ".shard"));
     }
@@ -548,7 +565,7 @@ void TrainingStep::finish() {
     std::vector<Val> out = em_.opN(
         "adamw", {w, g, global_.at(p.name + ".m"), global_.at(p.name + ".v")}, adamw, p.scope,
         {opt.renamed(p.name + ".out"), opt.renamed(p.name + ".m.out"), opt.renamed(p.name + ".v.out")});
-    if (z == 1 || z == 2) out[0] = em_.allGather(out[0], dpcp, 0, param(p).renamed(p.name + ".out"), p.scope);
+    if (pz == 1 || pz == 2) out[0] = em_.allGather(out[0], zg, 0, param(p).renamed(p.name + ".out"), p.scope);
     for (const Val& v : out)
       em_.output(v);
   }

@@ -82,7 +82,10 @@ class TrainingStep {
 
   // ZeRO: the data-parallel group shards optimizer state (1), gradients (2) and parameters (3) along dim 0.
   int zeroStage() const;  // 0 when the group has one rank
-  Layout shardOf(Layout l) const;
+  // Per parameter: routed experts under ep are sharded over the expert-data-parallel group instead.
+  Group zeroGroup(const ParamInfo& p) const;
+  int zeroStage(const ParamInfo& p) const;  // 0 when p's group has one rank
+  Layout shardOf(Layout l, const ParamInfo& p) const;
   Layout optimizerLayout(const ParamInfo& p) const;  // what AdamW updates on this rank
   void declareParam(const ParamInfo& p);
   void gatherParams(int block);
@@ -158,7 +161,7 @@ class TrainingStep {
   std::vector<ParamInfo> moeParams(int layer) const;
   void moeForward(int layer);
   void moeBackward(int layer);
-  void moeRouterForward(int layer);
+  void moeRouterForward(int layer, const Val& normed);  // normed: the sequence shard under sp
   void moeRouterBackward(int layer, const Val& dGates);
   // Layout of a per-expert token tensor [E, B, S, width]: `dispatched` = this rank's experts with the
   // tokens of its whole expert-parallel group (after the dispatch all_to_all), else every expert with the

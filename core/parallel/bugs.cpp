@@ -23,7 +23,10 @@ struct Where {
   InjectionSite site;
   Injection& out;
 
-  std::string mb(const std::string& base) const {
+  // A per-micro-batch value's name at the site; under cp, of the rank's first zig-zag chunk.
+  std::string mb(const std::string& base) const { return microBatch(base) + (spec.cp > 1 ? "~c0" : ""); }
+  // The name of a value made once per micro-batch for both chunks (cp's key/value gradient halves).
+  std::string microBatch(const std::string& base) const {
     return spec.mb > 1 ? base + "#" + std::to_string(site.microBatch) : base;
   }
   std::string layer(const std::string& rest) const {
@@ -628,7 +631,7 @@ std::vector<Item> buildCatalog() {
       [](Where& w) {
         for (const char* name : {"attention.k_rot.grad.half", "attention.v.grad.half"})
           for (int half = 0; half < 2; ++half) {
-            const std::string id = w.mb(w.layer(name + std::to_string(half))) + "/rs";
+            const std::string id = w.microBatch(w.layer(name + std::to_string(half))) + "/rs";
             if (w.here().graph.findOp(id) == kNone)
               throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
                                           " does not reduce-scatter " + id);
@@ -699,6 +702,32 @@ std::vector<Item> buildCatalog() {
         }
       },
       "dsv3-16b", "dp=4,ep=2");
+
+  add(
+      "rw20-zero-expert-shard-group", "optimizer shard (ZeRO)",
+      "Under ZeRO with expert parallelism the routed experts' optimizer shards live on the "
+      "expert-data-parallel group (the dp ranks holding the same experts), but the all-gather of the "
+      "updated expert shards runs over the expert-parallel group (ranks holding different experts), so the "
+      "layer's w1 experts are reassembled from other experts' shards.",
+      moe, {.dp = 4, .ep = 2, .moe = true, .zero = 1},
+      [](Where& w) {
+        const std::string id = w.layer("mlp.experts.w1.weight.out/ag");
+        const std::string dispatch = w.mb(w.layer("mlp.experts.in")) + "/a2a";
+        if (w.here().graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " gathers no expert optimizer shards (needs zero=1 or 2 and an "
+                                      "expert-data-parallel group of several ranks)");
+        // Every rank of the stage makes the same mistake, so the collectives stay well matched.
+        for (Device& d : w.plan.devices) {
+          if (d.graph.findOp(id) == kNone) continue;
+          const std::vector<int> ep = groupOf(opById(d, dispatch));
+          Op& o = opById(d, id);
+          o.attrs["group"] = ep;
+          o.attrs["instance"] = id + "@ep" + std::to_string(ep.front());
+          w.changed(d.rank, id);
+        }
+      },
+      "dsv3-16b", "dp=4,ep=2,zero=1");
   return c;
 }
 

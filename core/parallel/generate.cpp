@@ -97,13 +97,6 @@ std::string divides(const char* what, int degree, const char* of, int64_t n) {
 }
 
 void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepShape& shape) {
-  // MLA attention supports sp and cp; the MoE FFN (layers >= denseLayers) does not run under them yet.
-  if (m.family == Family::DeepSeek && ((s.sp && s.tp > 1) || s.cp > 1))
-    require(shape.layers <= m.moe.denseLayers,
-            m.name + ": the MoE FFN (layers " + std::to_string(m.moe.denseLayers) +
-                " and up) does not support " + (s.cp > 1 ? "cp" : "sp") + " yet; use --layers " +
-                std::to_string(m.moe.denseLayers) + " (dense layers only) or drop " +
-                (s.cp > 1 ? "cp" : "sp"));
   if (s.ep > 1) {
     require(m.family == Family::DeepSeek && m.moe.routedExperts > 0,
             "ep (expert parallel) needs a MoE model (dsv3-16b, dsv3-236b, dsv3-671b)");
@@ -111,8 +104,6 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
                                   "): an expert-parallel group is ep consecutive data-parallel ranks");
     require(m.moe.routedExperts % s.ep == 0,
             divides("ep", s.ep, "number of routed experts", m.moe.routedExperts));
-    require(s.zero == 0, "zero with ep (expert-data-parallel optimizer sharding) is not supported yet");
-    require(s.cp == 1, "cp with ep is not supported yet");
   }
   if (m.family == Family::DeepSeek && shape.layers > m.moe.denseLayers) {
     require(m.moe.expertFfn % s.tp == 0, divides("tp", s.tp, "expert FFN width", m.moe.expertFfn));
@@ -156,11 +147,15 @@ void checkCombination(const ModelConfig& m, const ParallelSpec& s, const StepSha
     const TrainingStep step(m, shape, device, em);
     for (int b = 0; b < step.blockCount(); ++b)
       for (const models::ParamInfo& p : step.params(b)) {
-        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp / p.tpReplicas : 1);
-        require(rows % (s.dp * s.cp) == 0,
+        // Routed experts under ep: E/ep experts per rank, sharded over the expert-data-parallel group.
+        const bool expert = p.epDim == 0 && s.ep > 1;
+        const int64_t rows = p.shape.at(0) / (p.tpDim == 0 ? s.tp / p.tpReplicas : 1) / (expert ? s.ep : 1);
+        const int group = expert ? s.dp / s.ep * s.cp : s.dp * s.cp;
+        require(rows % group == 0,
                 "zero=" + std::to_string(s.zero) + ": parameter " + p.name + " has " + std::to_string(rows) +
-                    " rows per tp rank, not divisible by the data-parallel group (dp*cp = " +
-                    std::to_string(s.dp * s.cp) + ")");
+                    " rows per tp" + (expert ? "/ep" : "") + " rank, not divisible by the " +
+                    (expert ? "expert-data-parallel group (dp/ep*cp = " : "data-parallel group (dp*cp = ") +
+                    std::to_string(group) + ")");
       }
   }
 }
