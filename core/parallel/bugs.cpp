@@ -543,26 +543,6 @@ std::vector<Item> buildCatalog() {
       },
       "llama3-8b", "dp=2,tp=2,pp=2,mb=2,zero=3");
 
-  // DeepSeek multi-head latent attention.
-  add(
-      "rw17-mla-rope-shared-key", "wrong backward dataflow",
-      "MLA's decoupled rope key is one key broadcast to every head; one rank's backward takes the first "
-      "head's gradient of it instead of summing over its heads, so the kv down-projection (wkv_a) and "
-      "everything before it get a wrong gradient.",
-      "DeepSeek MLA implementations (hand-written MLA backward, expand() of the shared rope key)", {},
-      [](Where& w) {
-        Device& d = w.here();
-        const std::string id = w.mb(w.layer("attention.k_pe_rot.grad"));
-        if (d.graph.findOp(id) == kNone)
-          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
-                                      " has no MLA rope key gradient " + id +
-                                      " (needs an MLA model, try --model dsv3-16b)");
-        Op& o = opById(d, id);
-        o.kind = "slice";
-        o.attrs = {{"dim", 2}, {"start", 0}, {"end", 1}};
-        w.changed(w.site.rank, id);
-      },
-      "dsv3-16b", "tp=2");
   // Sequence parallelism and kv-head replication: gradients that are partial sums over (part of) the tp
   // group and must be all-reduced there before the data-parallel reduction.
   auto unreduced = [](const std::string& grad, const std::string& group) {
@@ -654,6 +634,26 @@ std::vector<Item> buildCatalog() {
           }
       },
       "llama3-8b", "cp=2");
+  // DeepSeek multi-head latent attention.
+  add(
+      "rw17-mla-rope-shared-key", "wrong backward dataflow",
+      "MLA's decoupled rope key is one key broadcast to every head; one rank's backward takes the first "
+      "head's gradient of it instead of summing over its heads, so the kv down-projection (wkv_a) and "
+      "everything before it get a wrong gradient.",
+      "DeepSeek MLA implementations (hand-written MLA backward, expand() of the shared rope key)", {},
+      [](Where& w) {
+        Device& d = w.here();
+        const std::string id = w.mb(w.layer("attention.k_pe_rot.grad"));
+        if (d.graph.findOp(id) == kNone)
+          throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
+                                      " has no MLA rope key gradient " + id +
+                                      " (needs an MLA model, try --model dsv3-16b)");
+        Op& o = opById(d, id);
+        o.kind = "slice";
+        o.attrs = {{"dim", 2}, {"start", 0}, {"end", 1}};
+        w.changed(w.site.rank, id);
+      },
+      "dsv3-16b", "tp=2");
   // DeepSeek MoE under expert parallelism.
   const std::string moe = "DeepSeek MoE expert parallelism (Megatron-LM / DeepSpeed-MoE token dispatch)";
   add(
