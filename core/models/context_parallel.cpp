@@ -18,14 +18,13 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/models/tp_layout.h"
 #include "core/models/training_step.h"
 
 namespace paraproof::models {
 
 namespace {
-Layout sharded(Layout l, int dim, const ShardContext& c) {
-  return l.shard(dim, c.at().tp, c.deg().tp);
-}
+using tp::sharded;
 }  // namespace
 
 void TrainingStep::forEachChunk(bool reverse, const std::function<void()>& fn) {

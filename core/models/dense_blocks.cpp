@@ -4,20 +4,15 @@
 // row-parallel linears; hidden states, norms and residuals on sequence shards).
 #include <cmath>
 
+#include "core/models/tp_layout.h"
 #include "core/models/training_step.h"
 
 namespace paraproof::models {
 
 namespace {
-Layout sharded(Layout l, int dim, const ShardContext& c) {
-  return l.shard(dim, c.at().tp, c.deg().tp);
-}
-Layout partial(Layout l, const ShardContext& c) {
-  return l.partial(c.at().tp, c.deg().tp);
-}
-Json reshapeTo(const Layout& l) {
-  return {{"shape", l.localShape()}};
-}
+using tp::partial;
+using tp::reshapeTo;
+using tp::sharded;
 }  // namespace
 
 Val TrainingStep::linear(const std::string& scope, const Val& x, const std::string& weight,

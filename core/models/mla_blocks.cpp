@@ -23,20 +23,15 @@
 // all-gathered k_full / v (coreOperands()). The rope tables are [S, dr], sliced per chunk like GQA's.
 #include <cmath>
 
+#include "core/models/tp_layout.h"
 #include "core/models/training_step.h"
 
 namespace paraproof::models {
 
 namespace {
-Layout sharded(Layout l, int dim, const ShardContext& c) {
-  return l.shard(dim, c.at().tp, c.deg().tp);
-}
-Layout partial(Layout l, const ShardContext& c) {
-  return l.partial(c.at().tp, c.deg().tp);
-}
-Json reshapeTo(const Layout& l) {
-  return {{"shape", l.localShape()}};
-}
+using tp::partial;
+using tp::reshapeTo;
+using tp::sharded;
 Json sliceOf(int dim, int64_t start, int64_t end) {
   return {{"dim", dim}, {"start", start}, {"end", end}};
 }

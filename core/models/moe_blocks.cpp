@@ -14,20 +14,15 @@
 // MLP (Megatron's default expert tensor parallel = tp); the router is replicated over tp.
 #include <map>
 
+#include "core/models/tp_layout.h"
 #include "core/models/training_step.h"
 
 namespace paraproof::models {
 
 namespace {
-Layout sharded(Layout l, int dim, const ShardContext& c) {
-  return l.shard(dim, c.at().tp, c.deg().tp);
-}
-Layout partial(Layout l, const ShardContext& c) {
-  return l.partial(c.at().tp, c.deg().tp);
-}
-Json reshapeTo(const Layout& l) {
-  return {{"shape", l.localShape()}};
-}
+using tp::partial;
+using tp::reshapeTo;
+using tp::sharded;
 std::string layerScope(int l) {
   return "layers." + std::to_string(l);
 }
