@@ -8,6 +8,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QtConcurrent>
+#include <memory>
 #include <stdexcept>
 
 #include "core/models/zoo.h"
@@ -118,16 +120,33 @@ ZooRequest ZooDialog::request() const {
   return r;
 }
 
+// Generation takes seconds for the big models (llama3-405b: ~2.5 s): it runs on a pool thread while the
+// dialog stays responsive; the dialog closes when the plan is there, or shows why it cannot be built.
 void ZooDialog::accept() {
-  error_->clear();
-  QApplication::setOverrideCursor(Qt::WaitCursor);
-  try {
-    plan_ = generateFromZoo(request());
-  } catch (const std::exception& e) {
-    error_->setText(QString::fromUtf8(e.what()));
-  }
-  QApplication::restoreOverrideCursor();
-  if (plan_) QDialog::accept();
+  if (generating_) return;
+  generating_ = true;
+  error_->setText(tr("Generating\u2026"));
+  setEnabled(false);
+  struct Generated {
+    std::shared_ptr<Plan> plan;
+    QString error;
+  };
+  QtConcurrent::run([r = request()] {
+    Generated g;
+    try {
+      g.plan = std::make_shared<Plan>(generateFromZoo(r));
+    } catch (const std::exception& e) {
+      g.error = QString::fromUtf8(e.what());
+    }
+    return g;
+  }).then(this, [this](Generated g) {
+    generating_ = false;
+    setEnabled(true);
+    error_->setText(g.error);
+    if (!g.plan) return;
+    plan_ = std::move(*g.plan);
+    QDialog::accept();
+  });
 }
 
 }  // namespace paraproof::ui

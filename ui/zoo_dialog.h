@@ -38,6 +38,7 @@ class ZooDialog : public QDialog {
 
  private:
   void onBugChanged();
+  bool generating_ = false;
   void onModelChanged();
 
   QComboBox* model_;

@@ -1,6 +1,8 @@
 // Opening a plan builds its hierarchies on a background thread: the UI event loop keeps turning meanwhile,
 // the overview appears once the build is done, and a build for a plan that was replaced is never shown.
+#include <QDialogButtonBox>
 #include <QElapsedTimer>
+#include <QPushButton>
 #include <QStatusBar>
 #include <QTimer>
 
@@ -152,6 +154,22 @@ class TestInspectorOpen : public QObject {
       links += lineage.parallelFor({e}).size();
     }
     QVERIFY(links > 0);
+  }
+
+  // The zoo dialog generates on a pool thread: after OK it is disabled (the event loop keeps turning) and
+  // closes itself, accepted, once the plan is there.
+  void zooDialogGeneratesInTheBackground() {
+    ZooDialog dialog;
+    dialog.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+    auto* buttons = dialog.findChild<QDialogButtonBox*>();
+    QVERIFY(buttons);
+    QTest::mouseClick(buttons->button(QDialogButtonBox::Ok), Qt::LeftButton);
+    QVERIFY(!dialog.isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(dialog.result(), int(QDialog::Accepted), 60000);
+    QVERIFY(dialog.isEnabled());
+    const std::optional<Plan> plan = dialog.takePlan();
+    QVERIFY(plan && !plan->devices.empty());
   }
 };
 
