@@ -91,7 +91,7 @@ void TrainingStep::contextParallelAttentionForward(int l) {
                {get(at + op.q), get(at + op.k + ".gathered"), get(at + op.v + ".gathered"),
                 get("rope.positions"), kpos},
                op.attrs, at + ".core", sharded(act(at + ".core.out", {B, S, nh, op.vDim}), 2, ctx_)));
-    coreOutput(l);
+    attentionOutput(l);
   });
 }
 
@@ -102,7 +102,7 @@ void TrainingStep::contextParallelAttentionBackward(int l) {
   const int r = ctx_.at().cp, cp = ctx_.deg().cp;
   // With replicated kv heads a rank's dK/dV is also only its query heads' share: part k of the R replicas.
   const int R = kvReplicas(), k = ctx_.at().tp % R;
-  forEachChunk(true, [&] { coreOutputBackward(l); });
+  forEachChunk(true, [&] { attentionOutputBackward(l); });
 
   // Per chunk: dQ of its queries; its queries' contribution to dK, dV of all keys (part 2r+c of 2cp, times
   // the kv replicas' split).

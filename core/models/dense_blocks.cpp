@@ -129,9 +129,10 @@ void TrainingStep::attentionCore(int l) {
              attentionAttrs(), at + ".core", sharded(act(at + ".core.out", {B, S, nh, d}), 2, ctx_)));
 }
 
+// Shared by GQA and MLA: the heads' outputs (coreOperands().vDim wide) through the row-parallel wo.
 void TrainingStep::attentionOutput(int l) {
   const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = cfg_.headDim(), nh = cfg_.heads;
+  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, d = coreOperands().vDim, nh = cfg_.heads;
   const Val x = get(hiddenName(l)), o = get(at + ".core.out");
   Layout ctxLay = sharded(act(at + ".context", {B, S, nh * d}), 2, ctx_);
   Val c = em_.op("reshape", {o}, reshapeTo(ctxLay), at + ".core", ctxLay);
@@ -204,7 +205,7 @@ void TrainingStep::attentionBackward(int l) {
 
 void TrainingStep::attentionOutputBackward(int l) {
   const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, d = cfg_.headDim(), nh = cfg_.heads;
+  const int64_t B = shape_.batch, S = shape_.seq, d = coreOperands().vDim, nh = cfg_.heads;
   const Val dh1f = gatherSeq(get(at + ".residual.grad"), at + ".wo");
   Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
                     sharded(act(at + ".context.grad", {B, S, nh * d}), 2, ctx_));

@@ -18,8 +18,8 @@
 // head-sharded wq's input gradient (partial over tp) is reduce-scattered, the replicated ones (wkv_a, and
 // wq_a with q_lora, full on every rank) are sliced to the rank's shard.
 //
-// Context parallelism: the sublayer is split around its core (mlaInput / mlaCore / mlaOutput and the
-// backward parts) like the GQA one; context_parallel.cpp runs the core across both chunks with the
+// Context parallelism: the sublayer is split around its core (mlaInput / mlaCore / the shared attentionOutput
+// and the backward parts) like the GQA one; context_parallel.cpp runs the core across both chunks with the
 // all-gathered k_full / v (coreOperands()). The rope tables are [S, dr], sliced per chunk like GQA's.
 #include <cmath>
 
@@ -64,7 +64,7 @@ std::vector<ParamInfo> TrainingStep::mlaParams(int layer) const {
 void TrainingStep::mlaForward(int l) {
   mlaInput(l);
   mlaCore(l);
-  mlaOutput(l);
+  attentionOutput(l);
 }
 
 void TrainingStep::mlaInput(int l) {
@@ -138,34 +138,10 @@ void TrainingStep::mlaCore(int l) {
              sharded(act(at + ".core.out", {B, S, nh, cfg_.mla.vHead}), 2, ctx_)));
 }
 
-void TrainingStep::mlaOutput(int l) {
-  const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, H = cfg_.hidden, nh = cfg_.heads, dv = cfg_.mla.vHead;
-  const Val x = get(hiddenName(l));
-  Layout ctxLay = sharded(act(at + ".context", {B, S, nh * dv}), 2, ctx_);
-  Val c = em_.op("reshape", {get(at + ".core.out")}, reshapeTo(ctxLay), at + ".core", ctxLay);
-  Val a = linear(at + ".wo", c, at + ".wo.weight", partial(act(at + ".wo.out", {B, S, H}), ctx_));
-  a = reduceRowOutput(a, at + ".wo");
-  Val h1 = em_.op("add", {x, a}, {}, at + ".residual", seqAct(at + ".residual", {B, S, H}));
-  for (const Val& t : {c, h1})
-    put(t);
-}
-
 void TrainingStep::mlaBackward(int l) {
-  mlaOutputBackward(l);
+  attentionOutputBackward(l);
   mlaCoreBackward(l);
   mlaInputBackward(l);
-}
-
-void TrainingStep::mlaOutputBackward(int l) {
-  const std::string at = "layers." + std::to_string(l) + ".attention";
-  const int64_t B = shape_.batch, S = shape_.seq, nh = cfg_.heads, dv = cfg_.mla.vHead;
-  const Val dh1f = gatherSeq(get(at + ".residual.grad"), at + ".wo");
-  Val dc = linearDx(at + ".wo", dh1f, at + ".wo.weight",
-                    sharded(act(at + ".context.grad", {B, S, nh * dv}), 2, ctx_));
-  linearDw(at + ".wo", dh1f, get(at + ".context"), at + ".wo.weight");
-  Layout do4 = sharded(act(at + ".core.out.grad", {B, S, nh, dv}), 2, ctx_);
-  put(em_.op("reshape", {dc}, reshapeTo(do4), at + ".core", do4));
 }
 
 void TrainingStep::mlaCoreBackward(int l) {

@@ -383,14 +383,6 @@ void TrainingStep::coreInput(int layer) {
   cfg_.family == Family::DeepSeek ? mlaInput(layer) : attentionInput(layer);
 }
 
-void TrainingStep::coreOutput(int layer) {
-  cfg_.family == Family::DeepSeek ? mlaOutput(layer) : attentionOutput(layer);
-}
-
-void TrainingStep::coreOutputBackward(int layer) {
-  cfg_.family == Family::DeepSeek ? mlaOutputBackward(layer) : attentionOutputBackward(layer);
-}
-
 void TrainingStep::coreInputBackward(int layer) {
   cfg_.family == Family::DeepSeek ? mlaInputBackward(layer) : attentionInputBackward(layer);
 }

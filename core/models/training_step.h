@@ -118,11 +118,9 @@ class TrainingStep {
   std::vector<ParamInfo> mlaParams(int layer) const;
   void mlaForward(int layer);
   void mlaBackward(int layer);
-  void mlaInput(int layer);  // norm, q and kv projections, RoPE: puts q_full, k_full, v
-  void mlaCore(int layer);   // puts core.out
-  void mlaOutput(int layer);
-  void mlaOutputBackward(int layer);  // puts core.out.grad
-  void mlaCoreBackward(int layer);    // puts q_full.grad, k_full.grad, v.grad
+  void mlaInput(int layer);         // norm, q and kv projections, RoPE: puts q_full, k_full, v
+  void mlaCore(int layer);          // puts core.out
+  void mlaCoreBackward(int layer);  // puts q_full.grad, k_full.grad, v.grad
   void mlaInputBackward(int layer);
   // The attention core's operands (value names after "layers.L.attention") and sizes: GQA's rotated q/k
   // and v, or MLA's concatenated [nope, rope] q/k (dn + dr wide) and v (dv wide).
@@ -132,14 +130,13 @@ class TrainingStep {
     Json attrs;
   };
   CoreOperands coreOperands() const;
-  // The attention sublayer's parts before and after its core, GQA or MLA (used by context parallelism).
+  // The attention sublayer's part before its core, GQA or MLA (used by context parallelism); the part after
+  // it, attentionOutput, is shared.
   void coreInput(int layer);
-  void coreOutput(int layer);
-  void coreOutputBackward(int layer);
   void coreInputBackward(int layer);
-  void attentionInput(int layer);  // norm, q/k/v projections, RoPE: puts q_rot, k_rot, v
-  void attentionCore(int layer);   // puts core.out
-  void attentionOutput(int layer);
+  void attentionInput(int layer);           // norm, q/k/v projections, RoPE: puts q_rot, k_rot, v
+  void attentionCore(int layer);            // puts core.out
+  void attentionOutput(int layer);          // GQA and MLA: wo (row-parallel) and the residual
   void attentionOutputBackward(int layer);  // puts core.out.grad
   void attentionCoreBackward(int layer);    // puts q_rot.grad, k_rot.grad, v.grad
   void attentionInputBackward(int layer);
