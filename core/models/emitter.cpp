@@ -57,6 +57,10 @@ std::vector<Val> Emitter::opN(const std::string& kind, const std::vector<Val>& i
     else if (!outs.empty() && outs.front().lineage)
       s.origin = outs.front().name;
   }
+  return emit(s, outs);
+}
+
+std::vector<Val> Emitter::emit(const OpSpec& s, const std::vector<Layout>& outs) {
   std::vector<ValueId> ids = b_.op(s);
   std::vector<Val> vals;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -100,60 +104,37 @@ std::vector<Val> Emitter::allReduceBucket(const std::vector<Val>& xs, const Grou
   s.id = s.outputs.front();
   s.attrs = {{"group", groupJson(g)}, {"instance", s.id + "@" + g.name}, {"reduce", reduce}};
   s.scope = scope;
-  std::vector<ValueId> ids = b_.op(s);
-  std::vector<Val> vals;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    record(ids[i], outs[i]);
-    vals.push_back(Val{ids[i], outs[i]});
-  }
-  return vals;
+  return emit(s, outs);
+}
+
+Val Emitter::collective(const std::string& kind, const std::string& tag, const Val& x, const Group& g,
+                        Json attrs, const Layout& out, const std::string& scope) {
+  if (g.size() <= 1) return x;
+  OpSpec s;
+  s.kind = kind;
+  s.inputs = {x.id};
+  s.outputs = {b_.name(x.id) + "/" + tag};
+  s.id = s.outputs.front();
+  attrs["group"] = groupJson(g);
+  attrs["instance"] = s.id + "@" + g.name;
+  s.attrs = std::move(attrs);
+  s.scope = scope;
+  return emit(s, {out}).front();
 }
 
 Val Emitter::allGather(const Val& x, const Group& g, int dim, const Layout& out, const std::string& scope) {
-  if (g.size() <= 1) return x;
-  OpSpec s;
-  s.kind = "all_gather";
-  s.inputs = {x.id};
-  s.outputs = {b_.name(x.id) + "/ag"};
-  s.id = s.outputs.front();
-  s.attrs = {{"group", groupJson(g)}, {"instance", s.id + "@" + g.name}, {"dim", dim}};
-  s.scope = scope;
-  Val v{b_.op(s).front(), out};
-  record(v.id, out);
-  return v;
+  return collective("all_gather", "ag", x, g, {{"dim", dim}}, out, scope);
 }
 
 Val Emitter::reduceScatter(const Val& x, const Group& g, int dim, const std::string& reduce,
                            const Layout& out, const std::string& scope) {
-  if (g.size() <= 1) return x;
-  OpSpec s;
-  s.kind = "reduce_scatter";
-  s.inputs = {x.id};
-  s.outputs = {b_.name(x.id) + "/rs"};
-  s.id = s.outputs.front();
-  s.attrs = {{"group", groupJson(g)}, {"instance", s.id + "@" + g.name}, {"dim", dim}, {"reduce", reduce}};
-  s.scope = scope;
-  Val v{b_.op(s).front(), out};
-  record(v.id, out);
-  return v;
+  return collective("reduce_scatter", "rs", x, g, {{"dim", dim}, {"reduce", reduce}}, out, scope);
 }
 
 Val Emitter::allToAll(const Val& x, const Group& g, int splitDim, int concatDim, const Layout& out,
                       const std::string& scope) {
-  if (g.size() <= 1) return x;
-  OpSpec s;
-  s.kind = "all_to_all";
-  s.inputs = {x.id};
-  s.outputs = {b_.name(x.id) + "/a2a"};
-  s.id = s.outputs.front();
-  s.attrs = {{"group", groupJson(g)},
-             {"instance", s.id + "@" + g.name},
-             {"split_dim", splitDim},
-             {"concat_dim", concatDim}};
-  s.scope = scope;
-  Val v{b_.op(s).front(), out};
-  record(v.id, out);
-  return v;
+  return collective("all_to_all", "a2a", x, g, {{"split_dim", splitDim}, {"concat_dim", concatDim}}, out,
+                    scope);
 }
 
 void Emitter::send(const Val& x, int self, int peer, const std::string& scope) {
@@ -179,9 +160,7 @@ Val Emitter::recv(const Layout& lay, DType dtype, int self, int peer, const std:
       {"shape", lay.localShape()},
       {"dtype", dtypeName(dtype)}};
   s.scope = scope;
-  Val v{b_.op(s).front(), lay};
-  record(v.id, lay);
-  return v;
+  return emit(s, {lay}).front();
 }
 
 }  // namespace paraproof::models

@@ -69,6 +69,11 @@ class Emitter {
  private:
   std::string valueName(const Layout& l) const { return (l.as.empty() ? l.name : l.as) + suffix_; }
   void record(ValueId v, const Layout& l);
+  // Emits the op and records each output's layout.
+  std::vector<Val> emit(const OpSpec& s, const std::vector<Layout>& outs);
+  // A one-input collective over `g`, named "<input>/<tag>"; the identity when the group has one rank.
+  Val collective(const std::string& kind, const std::string& tag, const Val& x, const Group& g, Json attrs,
+                 const Layout& out, const std::string& scope);
   std::string uniqueName(const std::string& base) const;
 
   GraphBuilder b_;
