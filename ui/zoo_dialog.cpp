@@ -131,10 +131,10 @@ void ZooDialog::accept() {
     std::shared_ptr<Plan> plan;
     QString error;
   };
-  QtConcurrent::run([r = request()] {
+  QtConcurrent::run([r = request(), generate = generator_] {
     Generated g;
     try {
-      g.plan = std::make_shared<Plan>(generateFromZoo(r));
+      g.plan = std::make_shared<Plan>(generate(r));
     } catch (const std::exception& e) {
       g.error = QString::fromUtf8(e.what());
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QDialog>
+#include <functional>
 #include <optional>
 
 #include "core/plan/plan.h"
@@ -32,6 +33,9 @@ class ZooDialog : public QDialog {
   ZooRequest request() const;
   // The plan built when the dialog was accepted.
   std::optional<Plan> takePlan() { return std::move(plan_); }
+  // What builds the plan on the pool thread (generateFromZoo); tests put a gate in front of it.
+  using Generator = std::function<Plan(const ZooRequest&)>;
+  void setGenerator(Generator g) { generator_ = std::move(g); }
 
  protected:
   void accept() override;
@@ -50,6 +54,7 @@ class ZooDialog : public QDialog {
   QLabel* bugNote_;
   QLabel* error_;
   std::optional<Plan> plan_;
+  Generator generator_ = generateFromZoo;
 };
 
 }  // namespace paraproof::ui
