@@ -1,5 +1,8 @@
 // The zoo commands as a user types them: generate -o, verify of the written plan and of an in-memory
 // plan with an injected bug, bugs --json / models --json for scripts, and impossible combinations (exit 2).
+#include <signal.h>
+#include <sys/types.h>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -29,6 +32,24 @@ Run cli(const QStringList& args) {
   return r;
 }
 
+nlohmann::json readJson(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return nullptr;
+  return nlohmann::json::parse(f.readAll().toStdString());
+}
+
+// Timing fields are the only part of a report that may differ between runs.
+void dropTimings(nlohmann::json& j) {
+  if (j.is_object()) {
+    j.erase("seconds");
+    for (auto& [k, v] : j.items())
+      dropTimings(v);
+  } else if (j.is_array()) {
+    for (auto& v : j)
+      dropTimings(v);
+  }
+}
+
 }  // namespace
 
 class TestCliZoo : public QObject {
@@ -54,6 +75,61 @@ class TestCliZoo : public QObject {
     QVERIFY(f.open(QIODevice::ReadOnly));
     const auto json = nlohmann::json::parse(f.readAll().toStdString());
     QCOMPARE(QString::fromStdString(json.at("verdict").get<std::string>()), QString("not_equivalent"));
+  }
+
+  // --deadline ends the run with a partial report: stage 0 is held at a gate until the deadline, so the run
+  // cannot finish first on any machine.
+  void deadlineWritesAPartialReport() {
+    const QString report = tmp_.filePath("deadline.report.json");
+    Run v = cli({"verify", "--model", "gpt-tiny", "--parallel", "dp=2,tp=2", "--deadline", "0.5",
+                 "--hold-stage", "0", "--json", report, "--jobs", "2"});
+    QVERIFY2(v.exitCode == 3, qPrintable(v.out + v.err));
+    QVERIFY2(v.out.contains("deadline of 0.5 s reached: partial report"), qPrintable(v.out));
+    const auto json = readJson(report);
+    QCOMPARE(QString::fromStdString(json.at("verdict").get<std::string>()), QString("inconclusive"));
+    QVERIFY(json.at("deadline_reached").get<bool>());
+    QVERIFY(!json.at("cancelled").get<bool>());
+    const auto& held = json.at("stages").at(0);
+    QCOMPARE(QString::fromStdString(held.at("reason").get<std::string>()), QString("deadline reached"));
+  }
+
+  // SIGINT: the run stops, writes the partial report and exits 3. The signal comes while stage 0 is held.
+  void interruptWritesAPartialReport() {
+    const QString report = tmp_.filePath("sigint.report.json");
+    QProcess p;
+    p.start(PARAPROOF_CLI, {"verify", "--model", "gpt-tiny", "--parallel", "dp=2,tp=2", "--hold-stage", "0",
+                            "--json", report, "--jobs", "2"});
+    QVERIFY(p.waitForStarted(10000));
+    QByteArray err;
+    while (!err.contains("held until") && p.state() == QProcess::Running) {
+      p.waitForReadyRead(1000);
+      err += p.readAllStandardError();
+    }
+    QVERIFY2(err.contains("held until"), err.constData());
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    QVERIFY(p.waitForFinished(300000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 3);
+    QVERIFY(p.readAllStandardOutput().contains("cancelled: partial report"));
+    const auto json = readJson(report);
+    QCOMPARE(QString::fromStdString(json.at("verdict").get<std::string>()), QString("inconclusive"));
+    QVERIFY(json.at("cancelled").get<bool>());
+  }
+
+  // The report is a function of the plan, not of the number of workers or their timing.
+  void reportDoesNotDependOnJobs() {
+    const QString plan = tmp_.filePath("jobs.json");
+    Run g = cli({"generate", "--model", "gpt-tiny", "--parallel", "dp=2,tp=2,pp=2", "-o", plan});
+    QVERIFY2(g.exitCode == 0, qPrintable(g.out + g.err));
+    std::vector<nlohmann::json> reports;
+    for (const char* jobs : {"1", "2"}) {
+      const QString out = tmp_.filePath(QString("jobs-%1.report.json").arg(jobs));
+      Run v = cli({"verify", plan, "--jobs", jobs, "--json", out});
+      QVERIFY2(v.exitCode == 0, qPrintable(v.out + v.err));
+      reports.push_back(readJson(out));
+      dropTimings(reports.back());
+    }
+    QVERIFY2(reports[0] == reports[1], (reports[0].dump(1) + "\n---\n" + reports[1].dump(1)).c_str());
   }
 
   void bugsJsonListsWhereEachBugApplies() {

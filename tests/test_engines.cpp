@@ -8,6 +8,7 @@
 
 #include "core/solver/engine.h"
 #include "core/solver/normalize.h"
+#include "core/solver/z3_engine.h"
 
 using namespace paraproof;
 using solver::Status;
@@ -190,13 +191,76 @@ class TestEngines : public QObject {
     }
   }
 
-  void fieldOrderIsNoEvidenceOfABug() {
-    // max(a,b)+c == max(a+c,b+c) over the reals, but the field's random order need not respect addition.
+  void fieldComparisonsFollowTheNumericOrder() {
+    // max(a,b)+c == max(a+c,b+c) needs an order that respects addition: the numeric one does.
     Builder b;
     auto a = b.real("a"), c = b.real("c"), d = b.real("d");
     b.expect(b.e.add(b.e.max(a, c), d), b.e.max(b.e.add(a, d), b.e.add(c, d)));
     QCOMPARE(runZ3(b.p).status, Status::Verified);
-    QVERIFY(runField(b.p).status != Status::Failed);
+    auto f = runField(b.p);
+    QVERIFY2(f.status == Status::Verified, f.reason.c_str());
+    QVERIFY2(f.reason.find("random testing") != std::string::npos, f.reason.c_str());
+  }
+
+  // Trust hole 6: min(a, a+3) is a. A keyed random order called it a+3 for some keys; whatever the seed,
+  // the numeric order does not, and a wrong max operand is caught too.
+  void wrongMinMaxIsCaughtForEverySeed() {
+    for (uint64_t seed = 1; seed <= 64; ++seed) {
+      Builder b;
+      auto a = b.real("a"), c = b.real("c");
+      auto a3 = b.e.add(a, b.e.real(3));
+      b.expect(a3, b.e.min(a, a3));
+      b.expect(b.e.max(a, c), b.e.max(a, b.e.sub(c, b.e.one())));
+      auto r = solver::makeFieldEngine(2, seed)->check(b.p, {30, nullptr});
+      QVERIFY2(r.status == Status::Failed, (std::to_string(seed) + ": " + r.reason).c_str());
+      QVERIFY(r.cex && r.cex->confirmed && reallyDiffers(b.p, *r.cex));
+      // The correct forms agree: max(a, b) = -min(-a, -b), relu(x) = max(x, 0) = ite(0 < x, x, 0).
+      Builder g;
+      auto x = g.real("x"), y = g.real("y");
+      g.expect(g.e.max(x, y), g.e.neg(g.e.min(g.e.neg(x), g.e.neg(y))));
+      g.expect(g.e.max(x, g.e.zero()), g.e.ite(g.e.lt(g.e.zero(), x), x, g.e.zero()));
+      auto ok = solver::makeFieldEngine(2, seed)->check(g.p, {30, nullptr});
+      QVERIFY2(ok.status == Status::Verified, (std::to_string(seed) + ": " + ok.reason).c_str());
+    }
+  }
+
+  // Trust hole 4: the guard d != 0 of one obligation (a/d) must not make another one's d/d equal 1.
+  void divisionGuardsArePerObligation() {
+    Builder b;
+    auto a = b.real("a"), c = b.real("c"), d = b.real("d");
+    b.expect(b.e.div(a, d), b.e.div(b.e.add(a, a), b.e.add(d, d)));  // equal wherever the model is defined
+    auto s = b.e.add(a, c);
+    b.expect(s, b.e.mul(s, b.e.div(d, d)));  // undefined at d = 0, where the model is not
+    auto z3 = runZ3(b.p);
+    QCOMPARE(z3.status, Status::Failed);
+    QVERIFY(z3.cex && z3.cex->confirmed && reallyDiffers(b.p, *z3.cex));
+    QCOMPARE(z3.cex->vars[2], 0.0);
+    // Random points never hit d = 0: the field engine must not claim the second obligation.
+    auto f = runField(b.p);
+    QVERIFY2(f.status == Status::Inconclusive, f.reason.c_str());
+    QVERIFY2(f.reason.find("divides by") != std::string::npos, f.reason.c_str());
+    // Without the second obligation both engines prove the first (a divisor 2d has the zeros of d).
+    b.p.obligations.pop_back();
+    QCOMPARE(runZ3(b.p).status, Status::Verified);
+    auto g = runField(b.p);
+    QVERIFY2(g.status == Status::Verified, g.reason.c_str());
+  }
+
+  void z3MemoryLimitIsInconclusive() {
+    solver::Z3Options o;
+    o.maxMemoryMb = 1;  // far below what any context needs: the solver gives up at once
+    auto r = solver::makeZ3Engine(o)->check(undecidable(), {600, nullptr});
+    QCOMPARE(r.status, Status::Inconclusive);
+    QVERIFY2(r.reason.find("memory limit") != std::string::npos, r.reason.c_str());
+  }
+
+  // Abandoned proofs are joined, not detached: after the timeout tests every helper thread ends.
+  void helperThreadsAreJoined() {
+    for (int i = 0; i < solver::kMaxAbandonedProofs + 2; ++i) {
+      auto r = solver::makeZ3Engine()->check(undecidable(), {0.05, nullptr});
+      QCOMPARE(r.status, Status::Inconclusive);
+    }
+    QCOMPARE(solver::stopZ3Helpers(600), 0);
   }
 
   void vocabShardedEmbeddingMatchesOneHot() {
@@ -245,6 +309,7 @@ class TestEngines : public QObject {
     QCOMPARE(z3.status, Status::Failed);
     QVERIFY(z3.cex && z3.cex->confirmed);
     QCOMPARE(z3.cex->vars[1], 0.0);
+    QCOMPARE(runField(c.p).status, Status::Inconclusive);  // measure zero: out of reach of random points
   }
 
   void counterexamplesAreMinimised() {

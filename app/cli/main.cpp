@@ -1,11 +1,13 @@
 // paraproof: prove that a distributed training plan computes what its single-device model computes.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "core/solver/z3_engine.h"
 
 namespace {
 
@@ -13,7 +15,7 @@ const char* kUsage =
     "usage: paraproof <command> [options]\n"
     "\n"
     "commands:\n"
-    "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S]\n"
+    "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S] [--deadline S]\n"
     "                         prove the plan equivalent to its logical model, or show where it is not\n"
     "  verify --model NAME --parallel dp=2,tp=2,pp=2,mb=2 [--layers L] [--inject "
     "BUG[@layer=..,rank=..,mb=..]]\n"
@@ -26,6 +28,17 @@ const char* kUsage =
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive\n"
     "run 'paraproof <command> --help' for a command's options\n";
 
+// Z3 helper threads that outlive the run (abandoned proofs Z3 does not stop) must not meet static
+// destructors: stop them, and if some still run after a grace period end the process without destructors.
+int finish(int code) {
+  if (paraproof::solver::stopZ3Helpers(2.0) > 0) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(code);
+  }
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,7 +50,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   try {
-    if (cmd == "verify") return paraproof::cli::runVerify(args);
+    if (cmd == "verify") return finish(paraproof::cli::runVerify(args));
     if (cmd == "inspect") return paraproof::cli::runInspect(args);
     if (cmd == "generate") return paraproof::cli::runGenerate(args);
     if (cmd == "models") return paraproof::cli::runModels(args);

@@ -28,10 +28,15 @@ const char* kHelp =
     "  --engine E            z3 (proof), random (fast exact randomized check), both (default: random first,\n"
     "                        then a Z3 proof)\n"
     "  --timeout S           per-stage time limit in seconds (default 60)\n"
+    "  --deadline S          time limit for the whole run: stages not done by then are reported not run,\n"
+    "                        the partial report is written and the exit code is 3\n"
+    "  --memory MB           Z3's memory cap (soft, process-wide; exceeding it is inconclusive; default "
+    "none)\n"
     "  --json OUT            also write the report as JSON (atomically)\n"
     "  --verbose             list every stage, not only the failing ones\n"
     "  --no-reduce           check at full shapes (no shape reduction)\n"
     "  --no-dedup            check identical stages separately\n"
+    "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
 
@@ -48,6 +53,11 @@ class Progress : public verify::Observer {
     std::lock_guard lock(mu_);
     total_ = s.size();
     if (tty_) std::cerr << "paraproof: " << total_ << " stages\n";
+  }
+  void onStageHeld(int stage) override {
+    std::lock_guard lock(mu_);
+    std::cerr << "paraproof: stage " << stage << " held until the deadline or an interrupt (--hold-stage)"
+              << std::endl;
   }
   void onStageFinished(const verify::StageResult& r) override {
     std::lock_guard lock(mu_);
@@ -68,7 +78,8 @@ class Progress : public verify::Observer {
 
 int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
-            {"jobs", "engine", "timeout", "json", "model", "parallel", "layers", "seq", "batch", "inject"},
+            {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
+             "batch", "inject", "hold-stage"},
             {"help", "verbose", "no-reduce", "no-dedup"});
   if (args.has("help")) {
     std::cout << kHelp;
@@ -82,6 +93,8 @@ int runVerify(const std::vector<std::string>& argv) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   opt.jobs = args.getInt("jobs", cores, 1, 4096);
   opt.timeoutSeconds = args.getDouble("timeout", 60, 0.001);
+  if (args.has("deadline")) opt.deadlineSeconds = args.getDouble("deadline", 0, 0.001);
+  if (args.has("memory")) opt.z3MemoryMb = static_cast<size_t>(args.getInt("memory", 0, 1, 1 << 30));
   std::string engine = args.getOr("engine", "both");
   if (engine == "z3")
     opt.engine = verify::EngineChoice::Z3;
@@ -91,6 +104,7 @@ int runVerify(const std::vector<std::string>& argv) {
     opt.engine = verify::EngineChoice::Both;
   else
     throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
+  if (args.has("hold-stage")) opt.holdStage = args.getInt("hold-stage", -1, 0, 1 << 30);
   opt.reduceShapes = !args.has("no-reduce");
   opt.dedupStages = !args.has("no-dedup");
 

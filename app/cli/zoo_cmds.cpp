@@ -28,11 +28,14 @@ Plan generateFromArgs(const Args& args) {
 int runGenerate(const std::vector<std::string>& argv) {
   Args args(argv, {"model", "parallel", "layers", "seq", "batch", "inject", "o", "output"}, {"help"});
   if (args.has("help")) {
-    std::cout << "usage: paraproof generate --model NAME --parallel dp=..,tp=..,pp=..,mb=..[,schedule=gpipe]\n"
-                 "                          [--layers L] [--seq S] [--batch B] [--inject BUG[@layer=..,rank=..,mb=..]]\n"
-                 "                          -o PLAN.json\n\n"
-                 "Generates a full training-step plan (forward, loss, backward, grad accumulation, clipping, AdamW)\n"
-                 "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n";
+    std::cout
+        << "usage: paraproof generate --model NAME --parallel dp=..,tp=..,pp=..,mb=..[,schedule=gpipe]\n"
+           "                          [--layers L] [--seq S] [--batch B] [--inject "
+           "BUG[@layer=..,rank=..,mb=..]]\n"
+           "                          -o PLAN.json\n\n"
+           "Generates a full training-step plan (forward, loss, backward, grad accumulation, clipping, "
+           "AdamW)\n"
+           "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n";
     return 0;
   }
   auto out = args.get("o") ? args.get("o") : args.get("output");
@@ -46,7 +49,8 @@ int runGenerate(const std::vector<std::string>& argv) {
   }
   savePlan(plan, *out);
   size_t ops = 0;
-  for (const auto& d : plan.devices) ops += d.graph.ops.size();
+  for (const auto& d : plan.devices)
+    ops += d.graph.ops.size();
   std::cout << "wrote " << *out << ": " << plan.devices.size() << " devices, " << plan.logical.ops.size()
             << " logical ops, " << ops << " device ops\n";
   return 0;
@@ -60,14 +64,16 @@ int runModels(const std::vector<std::string>& argv) {
   }
   Json all = Json::array();
   for (const auto& m : models::modelZoo()) {
-    Json j{{"name", m.name},   {"family", models::familyName(m.family)}, {"layers", m.layers},
-           {"hidden", m.hidden}, {"heads", m.heads}, {"kv_heads", m.kvHeads}, {"ffn", m.ffn},
-           {"vocab", m.vocab}, {"note", m.note}};
+    Json j{{"name", m.name},     {"family", models::familyName(m.family)},
+           {"layers", m.layers}, {"hidden", m.hidden},
+           {"heads", m.heads},   {"kv_heads", m.kvHeads},
+           {"ffn", m.ffn},       {"vocab", m.vocab},
+           {"note", m.note}};
     all.push_back(j);
     if (!args.has("json"))
-      std::cout << m.name << ": " << m.layers << " layers, hidden " << m.hidden << ", heads " << m.heads << "/"
-                << m.kvHeads << ", ffn " << m.ffn << ", vocab " << m.vocab << (m.note.empty() ? "" : "  - ")
-                << m.note << "\n";
+      std::cout << m.name << ": " << m.layers << " layers, hidden " << m.hidden << ", heads " << m.heads
+                << "/" << m.kvHeads << ", ffn " << m.ffn << ", vocab " << m.vocab
+                << (m.note.empty() ? "" : "  - ") << m.note << "\n";
   }
   if (args.has("json")) std::cout << all.dump(2) << "\n";
   return 0;
@@ -76,14 +82,19 @@ int runModels(const std::vector<std::string>& argv) {
 int runBugs(const std::vector<std::string>& argv) {
   Args args(argv, {}, {"help", "json"});
   if (args.has("help")) {
-    std::cout << "usage: paraproof bugs [--json]\n\nLists the bug catalog: id, class, description, real-world "
-                 "source, and a --model/--parallel on which it applies.\n";
+    std::cout
+        << "usage: paraproof bugs [--json]\n\nLists the bug catalog: id, class, description, real-world "
+           "source, and a --model/--parallel on which it applies.\n";
     return 0;
   }
   Json all = Json::array();
   for (const auto& b : parallel::bugCatalog()) {
-    all.push_back({{"id", b.id}, {"class", b.cls}, {"description", b.description}, {"source", b.source},
-                   {"model", b.model}, {"parallel", b.parallel}});
+    all.push_back({{"id", b.id},
+                   {"class", b.cls},
+                   {"description", b.description},
+                   {"source", b.source},
+                   {"model", b.model},
+                   {"parallel", b.parallel}});
     if (!args.has("json"))
       std::cout << b.id << "  [" << b.cls << "]\n    " << b.description << "\n    seen in: " << b.source
                 << "\n    try: paraproof verify --model " << b.model << " --parallel " << b.parallel

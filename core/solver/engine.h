@@ -26,6 +26,8 @@ std::unique_ptr<Engine> makeFieldEngine(int trials = 2, uint64_t seed = 0x5eed);
 
 // Concrete evaluation of every node with the real functions, in double precision.
 std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<double>& vars);
+// The real function `f` at `args` (exp, log, ...), in double precision.
+double applyFunction(sym::Fn f, const std::vector<double>& args);
 // True when two doubles agree up to rounding noise (relative and absolute tolerance).
 bool nearlyEqual(double a, double b);
 

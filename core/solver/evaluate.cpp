@@ -17,8 +17,7 @@ const char* statusName(Status s) {
   return "?";
 }
 
-namespace {
-double applyReal(sym::Fn f, const std::vector<double>& a) {
+double applyFunction(sym::Fn f, const std::vector<double>& a) {
   switch (f) {
     case sym::Fn::Exp:
       return std::exp(a[0]);
@@ -37,7 +36,6 @@ double applyReal(sym::Fn f, const std::vector<double>& a) {
   }
   return NAN;
 }
-}  // namespace
 
 // Nodes are created after their arguments, so one forward sweep evaluates the whole pool.
 std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<double>& vars) {
@@ -73,7 +71,7 @@ std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<do
         args.clear();
         for (auto a : n.args)
           args.push_back(v[a]);
-        v[e] = applyReal(n.fn, args);
+        v[e] = applyFunction(n.fn, args);
         break;
       case sym::Kind::Lt:
         v[e] = v[n.args[0]] < v[n.args[1]];

@@ -1,11 +1,16 @@
 // The fast path: evaluate both sides exactly in GF(2^61-1) on random inputs. Polynomial and rational parts
-// obey Schwartz-Zippel; functions are keyed hashes (random oracles); comparisons of reals use a keyed random
-// total order, so max/top-k/relu select consistently on both sides. A field mismatch is only a hint: it
-// becomes a Failed verdict only after a concrete double-precision assignment reproduces it.
+// obey Schwartz-Zippel; functions are keyed hashes (random oracles). Every node is also evaluated in double
+// precision at an independent random real point, and comparisons, max/min and ite conditions follow those
+// numeric values (with a margin): the branches taken are those of a real input, so a wrong min/max/relu is
+// caught. A field mismatch is only a hint: it becomes a Failed verdict only after a concrete
+// double-precision assignment reproduces it.
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "core/solver/concrete_check.h"
 #include "core/solver/engine.h"
@@ -18,6 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace f = field;
+
+constexpr int kComparisonTrials = 16;
 
 uint64_t splitmix(uint64_t& s) {
   return f::mix(s += 0x9e3779b97f4a7c15ull);
@@ -46,37 +53,62 @@ class FieldEngine final : public Engine {
   Result check(const Problem& problem, const Budget& budget) override;
 
  private:
-  enum class TrialOutcome { Agree, Mismatch, Degenerate };
+  // Degenerate: some obligation's logical side divides by zero in the field (redrawn). TooClose: a comparison
+  // whose numeric operands are too close to call, with different field values (redrawn).
+  enum class TrialOutcome { Agree, Mismatch, Degenerate, TooClose };
   TrialOutcome runTrial(const Problem& p, const ProblemScope& scope, uint64_t trialSeed, int intRound,
-                        size_t& mismatch);
+                        bool positive, size_t& mismatch);
   std::optional<Counterexample> concretise(const Problem& p, uint64_t seed) const;
   static uint64_t degreeBound(const Problem& p, const ProblemScope& scope);
 
   int trials_;
   uint64_t seed_;
-  std::vector<uint64_t> val_;  // one flat value per pool node, reused across trials
+  std::vector<uint64_t> val_;  // one field value per pool node, reused across trials
+  std::vector<double> num_;    // the same node in double precision: decides comparisons
+  std::vector<uint8_t> def_;   // the node's field value is defined (no zero divisor on the taken path)
+  std::vector<double> point_;  // the trial's real inputs, as doubles (a first counterexample candidate)
 };
 
+// Numeric order with a margin: -1, 0 (a genuine tie: equal in the field too), 1, or nullopt (too close).
+std::optional<int> numericOrder(double x, double y, uint64_t fx, uint64_t fy) {
+  if (std::isfinite(x) && std::isfinite(y)) {
+    const double scale = std::max({1.0, std::fabs(x), std::fabs(y)});
+    if (std::fabs(x - y) > 1e-9 * scale) return x < y ? -1 : 1;
+  }
+  if (fx == fy) return 0;
+  return std::nullopt;
+}
+
 FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemScope& scope,
-                                                uint64_t trialSeed, int intRound, size_t& mismatch) {
+                                                uint64_t trialSeed, int intRound, bool positive,
+                                                size_t& mismatch) {
   const sym::ExprPool& pool = p.pool;
   const auto& vars = pool.vars();
   uint64_t s = trialSeed;
-  const uint64_t fnKey = splitmix(s), orderKey = splitmix(s), divKey = splitmix(s);
+  const uint64_t fnKey = splitmix(s), divKey = splitmix(s);
+  std::mt19937_64 rng(splitmix(s));
   val_.assign(pool.size(), 0);
+  num_.assign(pool.size(), 0.0);
+  def_.assign(pool.size(), 1);
+  point_.assign(vars.size(), 0.0);
   auto ival = [&](sym::ExprId e) { return static_cast<int64_t>(val_[e]); };
   auto asField = [&](sym::ExprId e) {
     return pool.sort(e) == sym::Sort::Int ? f::fromInt(ival(e)) : val_[e];
   };
-  // Keyed total order on field elements: rank by hash, ties (never, in practice) by value.
-  auto less = [&](uint64_t a, uint64_t b) {
-    uint64_t ra = f::mix(a ^ orderKey), rb = f::mix(b ^ orderKey);
-    return ra != rb ? ra < rb : a < b;
-  };
+  std::vector<double> args;
   for (sym::ExprId e : scope.order) {
     const sym::Node& n = pool.node(e);
     const bool isInt = n.sort == sym::Sort::Int;
     uint64_t& out = val_[e];
+    double& num = num_[e];
+    for (auto a : n.args)
+      def_[e] &= def_[a];
+    // Real operands of a comparison: ordered by their numeric values, never by field values.
+    auto order = [&](sym::ExprId a, sym::ExprId b) -> std::optional<int> {
+      if (pool.sort(a) == sym::Sort::Int && pool.sort(b) == sym::Sort::Int)
+        return ival(a) < ival(b) ? -1 : ival(a) > ival(b) ? 1 : 0;
+      return numericOrder(num_[a], num_[b], asField(a), asField(b));
+    };
     switch (n.kind) {
       case sym::Kind::Const:
         if (n.sort != sym::Sort::Real)
@@ -85,13 +117,19 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
           out = f::fromDouble(n.value);
         else
           out = f::mix(std::bit_cast<uint64_t>(n.value) ^ fnKey) % f::kP;  // opaque constant
+        num = n.sort == sym::Sort::Real ? n.value : static_cast<double>(n.ivalue);
         break;
       case sym::Kind::Var: {
         const sym::VarInfo& v = vars[n.var];
         if (v.sort == sym::Sort::Real) {
+          // Independent points for the two worlds: the numeric one picks the branches, the field one then
+          // tests the polynomial pieces of those branches (Schwartz-Zippel holds given the branches).
           out = uniformField(s);
+          const double u = std::ldexp(static_cast<double>(rng() >> 11), -53);
+          num = positive ? 0.25 + 1.75 * u : 4.0 * u - 2.0;
         } else if (v.sort == sym::Sort::Bool) {
           out = splitmix(s) & 1;
+          num = static_cast<double>(out);
         } else {
           // Integers cycle through their whole range over the trials (a fixed random start per variable), so
           // an index-dependent difference on a small vocabulary is not left to luck.
@@ -99,7 +137,9 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
           uint64_t shift = f::mix(seed_ ^ (uint64_t{n.var} * 0x9e3779b97f4a7c15ull)) % width;
           out = static_cast<uint64_t>(
               v.lo + static_cast<int64_t>((shift + static_cast<uint64_t>(intRound)) % width));
+          num = static_cast<double>(ival(e));
         }
+        point_[n.var] = num;
         break;
       }
       case sym::Kind::Add:
@@ -114,6 +154,9 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
             acc = f::add(acc, asField(a));
           out = acc;
         }
+        num = 0;
+        for (auto a : n.args)
+          num += num_[a];
         break;
       case sym::Kind::Mul:
         if (isInt) {
@@ -127,78 +170,91 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
             acc = f::mul(acc, asField(a));
           out = acc;
         }
+        num = 1;
+        for (auto a : n.args)
+          num *= num_[a];
         break;
       case sym::Kind::Div: {
-        uint64_t num = asField(n.args[0]), den = asField(n.args[1]);
+        uint64_t nu = asField(n.args[0]), den = asField(n.args[1]);
         if (den != 0) {
-          out = f::mul(num, f::inverse(den));
-        } else if (scope.logical[e]) {
-          return TrialOutcome::Degenerate;  // the model itself is undefined here: draw again
+          out = f::mul(nu, f::inverse(den));
         } else {
-          out = f::mix(num ^ divKey) % f::kP;  // x/0 as a function of x, as in Z3
+          out = f::mix(nu ^ divKey) % f::kP;  // x/0 as a function of x, as in Z3
+          def_[e] = 0;
         }
+        num = num_[n.args[0]] / num_[n.args[1]];
         break;
       }
       case sym::Kind::Apply: {
         uint64_t h = f::mix(fnKey ^ (static_cast<uint64_t>(n.fn) + 1));
-        for (auto a : n.args)
+        args.clear();
+        for (auto a : n.args) {
           h = f::mix(h ^ asField(a));
+          args.push_back(num_[a]);
+        }
         out = h % f::kP;
+        num = applyFunction(n.fn, args);
         break;
       }
       case sym::Kind::Lt:
       case sym::Kind::Le: {
-        sym::ExprId a = n.args[0], b = n.args[1];
-        bool lt, eq;
-        if (pool.sort(a) == sym::Sort::Int && pool.sort(b) == sym::Sort::Int) {
-          lt = ival(a) < ival(b);
-          eq = ival(a) == ival(b);
-        } else {
-          uint64_t x = asField(a), y = asField(b);
-          lt = less(x, y);
-          eq = x == y;
-        }
-        out = n.kind == sym::Kind::Lt ? lt : (lt || eq);
+        auto o = order(n.args[0], n.args[1]);
+        if (!o) return TrialOutcome::TooClose;
+        out = n.kind == sym::Kind::Lt ? *o < 0 : *o <= 0;
+        num = static_cast<double>(out);
         break;
       }
       case sym::Kind::Eq: {
         sym::ExprId a = n.args[0], b = n.args[1];
-        bool sameSort = pool.sort(a) == pool.sort(b);
-        out = sameSort ? val_[a] == val_[b] : asField(a) == asField(b);
+        if (pool.sort(a) == sym::Sort::Bool) {
+          out = val_[a] == val_[b];
+        } else {
+          auto o = order(a, b);
+          if (!o) return TrialOutcome::TooClose;
+          out = *o == 0;
+        }
+        num = static_cast<double>(out);
         break;
       }
       case sym::Kind::And:
         out = val_[n.args[0]] && val_[n.args[1]];
+        num = static_cast<double>(out);
         break;
       case sym::Kind::Or:
         out = val_[n.args[0]] || val_[n.args[1]];
+        num = static_cast<double>(out);
         break;
       case sym::Kind::Not:
         out = !val_[n.args[0]];
+        num = static_cast<double>(out);
         break;
       case sym::Kind::Ite: {
         sym::ExprId pick = val_[n.args[0]] ? n.args[1] : n.args[2];
         out = n.sort == sym::Sort::Real ? asField(pick) : val_[pick];
+        num = num_[pick];
+        def_[e] = def_[n.args[0]] && def_[pick];  // the branch not taken is not evaluated
         break;
       }
       case sym::Kind::ToReal:
         out = f::fromInt(ival(n.args[0]));
+        num = num_[n.args[0]];
         break;
       case sym::Kind::Max:
       case sym::Kind::Min: {
-        // The keyed order again: the pick is the argument max(a, b) = ite(b <= a, a, b) would make.
         sym::ExprId pick = n.args[0];
         for (auto a : n.args) {
-          const uint64_t x = asField(a), y = asField(pick);
-          const bool aLess = isInt ? ival(a) < ival(pick) : less(x, y);
-          const bool pickLess = isInt ? ival(pick) < ival(a) : less(y, x);
-          if (n.kind == sym::Kind::Max ? pickLess : aLess) pick = a;
+          auto o = order(a, pick);
+          if (!o) return TrialOutcome::TooClose;
+          if (n.kind == sym::Kind::Max ? *o > 0 : *o < 0) pick = a;
         }
         out = val_[pick];
+        num = num_[pick];
         break;
       }
     }
   }
+  for (size_t i : scope.open)
+    if (!def_[p.obligations[i].expected]) return TrialOutcome::Degenerate;  // the model is undefined here
   for (size_t i : scope.open) {
     const Obligation& ob = p.obligations[i];
     bool same = pool.sort(ob.expected) == pool.sort(ob.actual) ? val_[ob.expected] == val_[ob.actual]
@@ -215,6 +271,9 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
 // the domain of log/sqrt), then signed reals.
 std::optional<Counterexample> FieldEngine::concretise(const Problem& p, uint64_t seed) const {
   const auto& vars = p.pool.vars();
+  // First the numeric point that chose the mismatching trial's branches.
+  if (auto mismatches = concreteMismatches(p, point_); !mismatches.empty())
+    return Counterexample{point_, std::move(mismatches), true};
   std::mt19937_64 rng(seed);
   constexpr int kAttempts = 24;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -287,6 +346,104 @@ uint64_t FieldEngine::degreeBound(const Problem& p, const ProblemScope& scope) {
   return bound;
 }
 
+// Divisions of the plan side that the obligation's logical side does not make: where such a divisor vanishes
+// the plan is undefined and the model is not, on a set of measure zero that random points never hit. One is
+// covered when it is a constant nonzero multiple (the same ratio in every trial: a polynomial identity, with
+// the Schwartz-Zippel bound) of a divisor of the obligation's own logical side, hence has the same zeros;
+// otherwise only the proof engine can decide the obligation.
+class DivisorCover {
+ public:
+  DivisorCover(const Problem& p, const ProblemScope& scope) {
+    const sym::ExprPool& pool = p.pool;
+    std::vector<std::vector<sym::ExprId>> below(pool.size());
+    std::vector<uint8_t> many(pool.size(), 0);
+    constexpr size_t kMax = 64;
+    for (sym::ExprId e : scope.order) {
+      const sym::Node& n = pool.node(e);
+      std::vector<sym::ExprId> d;
+      for (auto a : n.args) {
+        many[e] |= many[a];
+        d.insert(d.end(), below[a].begin(), below[a].end());
+      }
+      if (n.kind == sym::Kind::Div && !(pool.isConst(n.args[1]) && !pool.isConst(n.args[1], 0.0)))
+        d.push_back(n.args[1]);
+      std::sort(d.begin(), d.end());
+      d.erase(std::unique(d.begin(), d.end()), d.end());
+      if (d.size() > kMax) many[e] = 1, d.clear();
+      below[e] = std::move(d);
+    }
+    for (size_t i : scope.open) {
+      const Obligation& ob = p.obligations[i];
+      if (many[ob.actual] || many[ob.expected]) {
+        unknown_ = true;
+        continue;
+      }
+      const auto &g = below[ob.expected], &u = below[ob.actual];
+      for (sym::ExprId d : u)
+        if (!std::binary_search(g.begin(), g.end(), d)) {
+          Divisor div{i, d, {}};
+          for (sym::ExprId c : g)
+            div.candidates.push_back({c, 0, true});
+          open_.push_back(std::move(div));
+        }
+    }
+  }
+  // After every agreeing trial (every logical divisor is nonzero there).
+  void observe(const std::vector<uint64_t>& val, bool first) {
+    for (auto& d : open_)
+      for (auto& c : d.candidates) {
+        const uint64_t r = val[c.divisor] ? f::mul(val[d.divisor], f::inverse(val[c.divisor])) : 0;
+        if (first) c.ratio = r;
+        c.alive = c.alive && r != 0 && r == c.ratio;
+      }
+  }
+  // Why the field engine cannot verify, or empty.
+  std::string problem(const sym::ExprPool& pool) const {
+    if (unknown_)
+      return "too many distinct divisors to check that the plan divides only where the model does";
+    for (const auto& d : open_)
+      if (std::none_of(d.candidates.begin(), d.candidates.end(), [](const Candidate& c) { return c.alive; }))
+        return "the plan divides by " + pool.str(d.divisor, 3) + " (obligation " +
+               std::to_string(d.obligation) +
+               ") where the logical model does not: random points never hit its zeros";
+    return "";
+  }
+
+ private:
+  struct Candidate {
+    sym::ExprId divisor;
+    uint64_t ratio;
+    bool alive;
+  };
+  struct Divisor {
+    size_t obligation;
+    sym::ExprId divisor;
+    std::vector<Candidate> candidates;
+  };
+  std::vector<Divisor> open_;
+  bool unknown_ = false;
+};
+
+bool comparesReals(const sym::ExprPool& pool, const ProblemScope& scope) {
+  for (sym::ExprId e : scope.order) {
+    const sym::Node& n = pool.node(e);
+    switch (n.kind) {
+      case sym::Kind::Lt:
+      case sym::Kind::Le:
+      case sym::Kind::Eq:
+        if (pool.sort(n.args[0]) == sym::Sort::Real || pool.sort(n.args[1]) == sym::Sort::Real) return true;
+        break;
+      case sym::Kind::Max:
+      case sym::Kind::Min:
+        if (n.sort == sym::Sort::Real) return true;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 Result FieldEngine::check(const Problem& problem, const Budget& budget) {
   const auto start = Clock::now();
   Result r;
@@ -301,13 +458,17 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
     r.reason = "every obligation is the same term on both sides";
     return finish(r);
   }
+  DivisorCover cover(problem, scope);
   // Integer inputs: run at least one trial per value of the widest integer range (bounded).
   int64_t widest = 1;
   for (const auto& v : problem.pool.vars())
     if (v.sort == sym::Sort::Int) widest = std::max<int64_t>(widest, v.hi - v.lo);
-  const int wanted = static_cast<int>(std::max<int64_t>(trials_, std::min<int64_t>(widest, 256)));
+  // Comparisons: the branches come from random real points, so more points (still milliseconds).
+  const bool compares = comparesReals(problem.pool, scope);
+  const int64_t minimum = compares ? std::max(trials_, kComparisonTrials) : trials_;
+  const int wanted = static_cast<int>(std::max<int64_t>(minimum, std::min<int64_t>(widest, 256)));
   const int maxAttempts = 4 * wanted + 8;
-  int agreed = 0;
+  int agreed = 0, degenerate = 0, tooClose = 0;
   uint64_t s = seed_;
   for (int attempt = 0; attempt < maxAttempts && agreed < wanted; ++attempt) {
     if (budget.cancelled()) {
@@ -320,15 +481,24 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
       return finish(r);
     }
     size_t bad = 0;
-    TrialOutcome t = runTrial(problem, scope, splitmix(s), agreed, bad);
-    if (t == TrialOutcome::Degenerate) continue;
+    // Numeric points alternate between signed and positive reals (relu, masks and log need both).
+    TrialOutcome t = runTrial(problem, scope, splitmix(s), agreed, attempt % 2 == 1, bad);
+    if (t == TrialOutcome::Degenerate) {
+      ++degenerate;
+      continue;
+    }
+    if (t == TrialOutcome::TooClose) {
+      ++tooClose;
+      continue;
+    }
     if (t == TrialOutcome::Agree) {
+      cover.observe(val_, agreed == 0);
       ++agreed;
       continue;
     }
     if (auto cex = concretise(problem, splitmix(s))) {
       r.status = Status::Failed;
-      r.reason = "random field trial found a difference, reproduced in double precision";
+      r.reason = "random trial found a difference, reproduced in double precision";
       r.cex = std::move(cex);
       return finish(r);
     }
@@ -338,14 +508,25 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
     return finish(r);
   }
   if (agreed < wanted) {
-    r.reason = "only " + std::to_string(agreed) + " field trials avoided a zero divisor in the model";
+    r.reason = "only " + std::to_string(agreed) + " of " + std::to_string(wanted) +
+               " random trials were usable (" + std::to_string(degenerate) +
+               " hit a zero divisor of the model, " + std::to_string(tooClose) +
+               " had a comparison too close to call)";
+    return finish(r);
+  }
+  if (std::string why = cover.problem(problem.pool); !why.empty()) {
+    r.reason = why + "; needs the proof engine";
     return finish(r);
   }
   r.status = Status::Verified;
-  uint64_t degree = degreeBound(problem, scope);
-  r.reason = "agreed on " + std::to_string(agreed) +
-             " random field trials (error probability <= " + std::to_string(degree) +
-             "/p per trial, p = 2^61-1)";
+  const uint64_t degree = degreeBound(problem, scope);
+  const std::string bound = "error probability <= " + std::to_string(degree) + "/p per trial, p = 2^61-1";
+  r.reason =
+      compares ? "agreed on " + std::to_string(agreed) +
+                     " random trials (random testing: comparisons decided numerically at random real points, "
+                     "no probability bound over the branches; given the branches taken, " +
+                     bound + ")"
+               : "agreed on " + std::to_string(agreed) + " random field trials (" + bound + ")";
   return finish(r);
 }
 

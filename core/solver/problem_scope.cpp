@@ -23,23 +23,19 @@ void mark(const sym::ExprPool& pool, const std::vector<sym::ExprId>& roots, uint
 ProblemScope scopeOf(const Problem& problem) {
   const sym::ExprPool& pool = problem.pool;
   ProblemScope scope;
-  std::vector<sym::ExprId> expected, actual;
+  std::vector<sym::ExprId> roots;
   for (size_t i = 0; i < problem.obligations.size(); ++i) {
     const Obligation& ob = problem.obligations[i];
     if (ob.expected == ob.actual) continue;
     scope.open.push_back(i);
-    expected.push_back(ob.expected);
-    actual.push_back(ob.actual);
+    roots.push_back(ob.expected);
+    roots.push_back(ob.actual);
   }
-  constexpr uint8_t kLogical = 1, kAny = 2;
+  constexpr uint8_t kAny = 1;
   std::vector<uint8_t> marks(pool.size(), 0);
-  mark(pool, expected, kLogical, marks);
-  mark(pool, expected, kAny, marks);
-  mark(pool, actual, kAny, marks);
-  scope.logical.resize(pool.size());
+  mark(pool, roots, kAny, marks);
   bool used[16] = {};
   for (sym::ExprId e = 0; e < pool.size(); ++e) {
-    scope.logical[e] = (marks[e] & kLogical) ? 1 : 0;
     if (!(marks[e] & kAny)) continue;
     scope.order.push_back(e);
     const sym::Node& n = pool.node(e);

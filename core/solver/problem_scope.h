@@ -1,5 +1,6 @@
-// What both engines need to know about a Problem before deciding it: which nodes matter, which of them
-// the logical (expected) side depends on, and which obligations are not already identical terms.
+// What both engines need to know about a Problem before deciding it: which nodes matter and which
+// obligations are not already identical terms. (No per-problem "logical side" marks: a division guard belongs
+// to one obligation, never to the whole problem.)
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,6 @@ namespace paraproof::solver {
 
 struct ProblemScope {
   std::vector<sym::ExprId> order;  // nodes reachable from an open obligation, ascending = topological
-  std::vector<uint8_t> logical;    // per pool node: 1 when reachable from some open obligation's `expected`
   std::vector<size_t> open;        // obligations whose two sides are different terms
   std::vector<sym::Fn> functions;  // uninterpreted functions the open obligations use
 };

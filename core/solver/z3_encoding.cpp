@@ -88,6 +88,8 @@ z3::func_decl Z3Encoding::function(sym::Fn fn, unsigned arity) {
 
 bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()>& stop) {
   terms_.assign(pool_.size(), ctx_.bool_val(false));
+  partial_.assign(pool_.size(), 0);
+  defined_.assign(pool_.size(), ctx_.bool_val(true));
   std::vector<Z3_ast> buf;
   size_t done = 0;
   for (sym::ExprId e : scope.order) {
@@ -133,12 +135,9 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
         terms_[e] = z3::expr(ctx_, r);
         break;
       }
-      case sym::Kind::Div: {
-        z3::expr den = realArg(1);
-        if (scope.logical[e]) side_.push_back(den != ctx_.real_val(0));
-        terms_[e] = realArg(0) / den;
+      case sym::Kind::Div:
+        terms_[e] = realArg(0) / realArg(1);
         break;
-      }
       case sym::Kind::Apply: {
         z3::expr_vector args(ctx_);
         for (size_t i = 0; i < n.args.size(); ++i)
@@ -187,8 +186,28 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
         break;
       }
     }
+    noteDefinedness(e);
   }
   return true;
+}
+
+void Z3Encoding::noteDefinedness(sym::ExprId e) {
+  const sym::Node& n = pool_.node(e);
+  bool partial = n.kind == sym::Kind::Div;
+  for (sym::ExprId a : n.args)
+    partial = partial || partial_[a];
+  if (!partial) return;
+  partial_[e] = 1;
+  if (n.kind == sym::Kind::Ite) {
+    const sym::ExprId c = n.args[0], t = n.args[1], f = n.args[2];
+    defined_[e] = defined(c) && z3::ite(terms_[c], defined(t), defined(f));
+    return;
+  }
+  z3::expr_vector conj(ctx_);
+  for (sym::ExprId a : n.args)
+    if (partial_[a]) conj.push_back(defined_[a]);
+  if (n.kind == sym::Kind::Div) conj.push_back(realTerm(n.args[1]) != ctx_.real_val(0));
+  defined_[e] = conj.size() == 1 ? conj[0] : z3::mk_and(conj);
 }
 
 }  // namespace paraproof::solver

@@ -18,7 +18,19 @@ struct Z3Options {
   size_t chunk = 512;          // obligations per disjunctive query
   int minimiseChecks = 64;     // solver calls spent making a counterexample small
   double minimiseSeconds = 2;  // and their wall-clock budget
+  // Z3's soft memory cap in MB (solver parameter max_memory; 0: none). Z3 accounts its allocations
+  // process-wide, so concurrent proofs share it. Exceeding it gives Inconclusive "memory limit".
+  size_t maxMemoryMb = 0;
 };
+
+// Proofs that did not stop within the grace period after an interrupt are abandoned to a helper thread;
+// at most this many run at once (a new check waits for one to end, within its own budget).
+inline constexpr int kMaxAbandonedProofs = 4;
+
+// Interrupts every Z3 helper thread still running and joins those that end within `grace`. Returns how
+// many still run: the caller must then end the process without running static destructors (std::_Exit),
+// since they would free state such a thread still uses. Called by the CLI before it returns from main.
+int stopZ3Helpers(double graceSeconds);
 
 std::unique_ptr<Engine> makeZ3Engine(const Z3Options& options);
 

@@ -34,10 +34,20 @@ Z3Proof::Z3Proof(z3::context& ctx, const Z3Options& options) : ctx_(&ctx), optio
 
 z3::solver Z3Proof::makeSolver() {
   z3::context& ctx = *ctx_;
-  if (options_.strategy != Z3Options::Strategy::SimplifyThenSmt) return z3::solver(ctx);
-  z3::params p(ctx);
-  p.set("som", true);
-  return (z3::with(z3::tactic(ctx, "simplify"), p) & z3::tactic(ctx, "smt")).mk_solver();
+  z3::solver s = [&] {
+    if (options_.strategy != Z3Options::Strategy::SimplifyThenSmt) return z3::solver(ctx);
+    z3::params p(ctx);
+    p.set("som", true);
+    return (z3::with(z3::tactic(ctx, "simplify"), p) & z3::tactic(ctx, "smt")).mk_solver();
+  }();
+  if (options_.maxMemoryMb > 0) {
+    // A soft cap: the solver returns unknown ("max. memory exceeded") instead of Z3 aborting the process, as
+    // the global memory_max_size may.
+    z3::params p(ctx);
+    p.set("max_memory", static_cast<unsigned>(options_.maxMemoryMb));
+    s.set(p);
+  }
+  return s;
 }
 
 // Most obligations of a correct plan are polynomial identities: normalising expected - actual to a sum of
@@ -166,8 +176,10 @@ Result Z3Proof::decide(const Run& run) {
     for (size_t k = from; k < std::min(pending.size(), from + chunk); ++k) {
       const Obligation& ob = run.problem.obligations[pending[k]];
       bool same = run.problem.pool.sort(ob.expected) == run.problem.pool.sort(ob.actual);
-      differ.push_back(same ? enc.term(ob.expected) != enc.term(ob.actual)
-                            : enc.realTerm(ob.expected) != enc.realTerm(ob.actual));
+      // guard_i => expected_i == actual_i: a division guard weakens only its own obligation.
+      differ.push_back(enc.defined(ob.expected) &&
+                       (same ? enc.term(ob.expected) != enc.term(ob.actual)
+                             : enc.realTerm(ob.expected) != enc.realTerm(ob.actual)));
     }
     s.push();
     s.add(z3::mk_or(differ));

@@ -121,6 +121,17 @@ class Lowering {
     return out;
   }
 
+  // A division whose divisor folded to the constant 0 is undefined everywhere: the plan is invalid (as a
+  // guard it would be `false` and make its obligation vacuous). Scans the nodes the op just created.
+  void rejectZeroDivisor(size_t from, const std::string& op) const {
+    for (size_t e = from; e < pool_.size(); ++e) {
+      const sym::Node& n = pool_.node(static_cast<sym::ExprId>(e));
+      if (n.kind == sym::Kind::Div && pool_.isConst(n.args[1], 0.0))
+        throw InvalidStage(op,
+                           "divides by a constant zero (" + pool_.str(static_cast<sym::ExprId>(e), 3) + ")");
+    }
+  }
+
   void checkCancel() const {
     if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw LoweringCancelled();
   }
@@ -134,7 +145,9 @@ class Lowering {
     std::vector<SymTensor> in;
     for (ValueId v : op.inputs)
       in.push_back(logicalValue(v));
+    const size_t before = pool_.size();
     std::vector<SymTensor> out = def->lower(pool_, in, op.attrs);
+    rejectZeroDivisor(before, "logical op '" + op.id + "' (" + op.kind + ")");
     for (size_t i = 0; i < op.outputs.size(); ++i)
       logical_[op.outputs[i]] = std::move(out.at(i));
   }
@@ -237,7 +250,10 @@ class Lowering {
             const ops::OpDef* def = ops::findOp(op.kind);
             if (!def || !def->lower)
               throw UnsupportedStage("device op '" + op.id + "' (" + op.kind + ") has no semantics");
+            const size_t before = pool_.size();
             auto out = def->lower(pool_, inputs(static_cast<int>(d), op), op.attrs);
+            rejectZeroDivisor(before,
+                              "device " + std::to_string(dev.rank) + " op '" + op.id + "' (" + op.kind + ")");
             for (size_t i = 0; i < op.outputs.size(); ++i)
               device_[d][op.outputs[i]] = std::move(out.at(i));
           }
@@ -276,7 +292,9 @@ class Lowering {
         const Op& mop = plan_.devices[d].graph.ops[members.at(d)];
         memberIn.push_back(operand(d, mop.inputs.at(s)));
       }
+      const size_t before = pool_.size();
       std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, op.attrs);
+      rejectZeroDivisor(before, "collective '" + op.id + "' (" + op.kind + ")");
       for (size_t m = 0; m < order.size(); ++m)
         outs[m].push_back(std::move(res.at(m)));
     }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 
 #include "core/plan/plan.h"
 #include "core/solver/problem.h"
@@ -14,6 +15,13 @@ namespace paraproof::stage {
 // The stage cannot be encoded (op without semantics, value-part group split across stages, ...).
 struct UnsupportedStage : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The plan itself is wrong in a way only lowering sees (after constant folding): an op divides by a constant
+// zero. `op` names it ("logical op d" / "device 3 op d"); the plan is invalid, never a verdict.
+struct InvalidStage : std::runtime_error {
+  InvalidStage(std::string where, const std::string& what) : std::runtime_error(what), op(std::move(where)) {}
+  std::string op;
 };
 
 // Thrown when `cancel` was set while lowering (checked before every op: a huge stage can take minutes).

@@ -222,8 +222,10 @@ ExprId ExprPool::sub(ExprId a, ExprId b) {
 
 ExprId ExprPool::div(ExprId a, ExprId b) {
   if (isConst(b, 1.0)) return a;
-  if (isConst(a, 0.0)) return a;
   const Node& nb = nodes_[b];
+  // 0/b folds only for a nonzero constant b: 0/d is undefined at d = 0, and 0/0 must stay visible to the
+  // lowering, which rejects a division by a constant zero.
+  if (isConst(a, 0.0) && nb.kind == Kind::Const && !isConst(b, 0.0)) return a;
   if (nb.kind == Kind::Const && nb.sort == Sort::Real && nb.value != 0) {
     // Division by a power of two is an exact multiplication.
     int e;

@@ -107,8 +107,9 @@ std::string devicesString(const std::vector<int>& d) {
 }  // namespace
 
 Json reportToJson(const Report& r) {
-  Json j{{"format", "paraproof-report"},      {"version", 1},         {"plan", r.plan},
-         {"verdict", verdictName(r.verdict)}, {"seconds", r.seconds}, {"cancelled", r.cancelled}};
+  Json j{{"format", "paraproof-report"},         {"version", 1},         {"plan", r.plan},
+         {"verdict", verdictName(r.verdict)},    {"seconds", r.seconds}, {"cancelled", r.cancelled},
+         {"deadline_reached", r.deadlineReached}};
   j["errors"] = Json::array();
   for (const auto& e : r.errors)
     j["errors"].push_back({{"where", e.where}, {"message", e.message}});
@@ -205,7 +206,16 @@ std::string reportToText(const Report& r, bool verbose) {
       os << "NOT EQUIVALENT (" << failed << " failing stage(s))\n";
       break;
     case Verdict::Inconclusive:
-      os << "INCONCLUSIVE" << (r.cancelled ? " (cancelled)" : "") << "\n";
+      os << "INCONCLUSIVE";
+      if (r.cancelled) os << " (cancelled: partial report)";
+      if (r.deadlineReached) {
+        size_t notRun = 0;
+        for (const auto& res : r.results)
+          notRun += res.engine.empty() && res.status == solver::Status::Inconclusive;
+        os << " (deadline of " << fmt(r.deadlineSeconds) << " s reached: partial report, " << notRun
+           << " stage(s) not run)";
+      }
+      os << "\n";
       break;
     case Verdict::Invalid:
       break;

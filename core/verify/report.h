@@ -76,6 +76,8 @@ struct Report {
   std::vector<StageResult> results;  // results[i] belongs to stages[i]
   double seconds = 0;
   bool cancelled = false;
+  double deadlineSeconds = 0;    // the --deadline in force (0: none)
+  bool deadlineReached = false;  // the run stopped at its deadline: a partial report
 };
 
 Json reportToJson(const Report& r);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
@@ -10,6 +11,7 @@
 #include "core/plan/validate.h"
 #include "core/solver/engine.h"
 #include "core/solver/normalize.h"
+#include "core/solver/z3_engine.h"
 #include "core/stage/canonical.h"
 #include "core/stage/lower.h"
 #include "core/stage/reduce.h"
@@ -137,7 +139,11 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
       if (!nf.proved[i]) rest.obligations.push_back(pb.obligations[i]);
     toSolve = &rest;
   }
-  if (!eng.z3) eng.z3 = solver::makeZ3Engine();
+  if (!eng.z3) {
+    solver::Z3Options z3opt;
+    z3opt.maxMemoryMb = opt.z3MemoryMb;
+    eng.z3 = solver::makeZ3Engine(z3opt);
+  }
   solver::Result z = eng.z3->check(*toSolve, budget);
   if (nf.provedCount > 0) {
     z.reason = std::to_string(nf.provedCount) + " obligations proved by polynomial normal form, " +
@@ -152,8 +158,29 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   return res;
 }
 
-Verdict overall(const std::vector<StageResult>& results, bool cancelled) {
-  bool failed = false, inconclusive = cancelled;
+// Identical stages are checked once, by whichever worker got there first; report the lowest-numbered one
+// as checked and the others as reusing it, so the report does not depend on --jobs or thread timing.
+void canonicalOwners(Report& rep) {
+  std::map<std::string, std::vector<int>> groups;
+  for (size_t i = 0; i < rep.stages.size(); ++i)
+    if (!rep.stages[i].hash.empty()) groups[rep.stages[i].hash].push_back(static_cast<int>(i));
+  for (auto& [hash, members] : groups) {
+    if (members.size() < 2) continue;
+    const int first = members.front();
+    for (int m : members) {
+      StageResult& r = rep.results[m];
+      if (r.reusedFrom == kNone && m != first && rep.results[first].reusedFrom == m) {
+        std::swap(r, rep.results[first]);
+        std::swap(r.stage, rep.results[first].stage);
+      }
+    }
+    for (int m : members)
+      if (m != first && rep.results[m].reusedFrom != kNone) rep.results[m].reusedFrom = first;
+  }
+}
+
+Verdict overall(const std::vector<StageResult>& results, bool stopped) {
+  bool failed = false, inconclusive = stopped;
   for (const auto& r : results) {
     failed |= r.status == solver::Status::Failed;
     inconclusive |= r.status == solver::Status::Inconclusive;
@@ -206,12 +233,39 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
   std::map<int, std::vector<int>> waiting;  // owner stage -> identical stages waiting for it
   std::vector<bool> done(stages.size(), false);
+  std::vector<Diagnostic> invalid;  // ops that lowering rejects (division by a constant zero)
   std::atomic<size_t> next{0};
-  solver::Budget budget{opt.timeoutSeconds, cancel};
-  auto cancelled = [&] { return cancel && cancel->load(); };
+  // One stop flag for everything below: the caller's cancel or the run's deadline, whichever comes first.
+  std::atomic<bool> stop{false}, deadlineReached{false};
+  solver::Budget budget{opt.timeoutSeconds, &stop};
+  auto cancelled = [&] { return stop.load(); };
+  std::mutex watchMu;
+  std::condition_variable watchCv;
+  bool workersDone = false;
+  std::thread watcher([&] {
+    const auto until = opt.deadlineSeconds > 0
+                           ? start + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(opt.deadlineSeconds))
+                           : Clock::time_point::max();
+    std::unique_lock lock(watchMu);
+    while (!workersDone) {
+      if (cancel && cancel->load()) {
+        stop = true;
+        break;
+      }
+      if (Clock::now() >= until) {
+        deadlineReached = true;
+        stop = true;
+        break;
+      }
+      watchCv.wait_for(lock, std::chrono::milliseconds(20));
+    }
+  });
 
   auto finish = [&](int i, StageResult r) {  // call with mu held
     r.stage = i;
+    if (deadlineReached && r.status == solver::Status::Inconclusive && r.reason.find("cancelled") == 0)
+      r.reason = "deadline reached";
     rep.results[i] = std::move(r);
     done[i] = true;
     if (observer) observer->onStageFinished(rep.results[i]);
@@ -227,9 +281,18 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i], cancel);
+        pb = stage::lowerStage(work, stages[i], &stop);
       } catch (const stage::LoweringCancelled&) {
         break;
+      } catch (const stage::InvalidStage& e) {
+        res.status = solver::Status::Inconclusive;
+        res.reason = std::string("invalid plan: ") + e.op + " " + e.what();
+        res.engine = "none";
+        res.seconds = since(t0);
+        std::lock_guard lock(mu);
+        invalid.push_back({e.op, e.what()});
+        finish(static_cast<int>(i), std::move(res));
+        continue;
       } catch (const std::exception& e) {
         res.status = solver::Status::Inconclusive;
         res.reason = std::string("cannot encode stage: ") + e.what();
@@ -259,6 +322,11 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
         }
         owner[hash] = static_cast<int>(i);
       }
+      if (static_cast<int>(i) == opt.holdStage) {
+        if (observer) observer->onStageHeld(static_cast<int>(i));
+        while (!cancelled())
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       try {
         res = checkProblem(pb, opt, eng, budget);
       } catch (const std::exception& e) {
@@ -285,14 +353,31 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   worker();
   for (auto& t : threads)
     t.join();
+  {
+    std::lock_guard lock(watchMu);
+    workersDone = true;
+  }
+  watchCv.notify_all();
+  watcher.join();
 
-  rep.cancelled = cancelled();
+  rep.deadlineSeconds = opt.deadlineSeconds;
+  rep.deadlineReached = deadlineReached;
+  rep.cancelled = stop && !deadlineReached;
   for (size_t i = 0; i < stages.size(); ++i)
     if (!done[i]) {
       rep.results[i].status = solver::Status::Inconclusive;
-      rep.results[i].reason = rep.cancelled ? "cancelled" : "not checked";
+      rep.results[i].reason = rep.deadlineReached ? "not run: deadline reached"
+                              : rep.cancelled     ? "not run: cancelled"
+                                                  : "not checked";
     }
-  rep.verdict = overall(rep.results, rep.cancelled);
+  canonicalOwners(rep);
+  rep.verdict = overall(rep.results, stop);
+  std::sort(invalid.begin(), invalid.end(),
+            [](const Diagnostic& a, const Diagnostic& b) { return a.where < b.where; });
+  if (!invalid.empty()) {
+    rep.errors = std::move(invalid);
+    rep.verdict = Verdict::Invalid;
+  }
   rep.seconds = since(start);
   return rep;
 }

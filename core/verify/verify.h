@@ -18,6 +18,11 @@ enum class EngineChoice {
 struct Options {
   int jobs = 1;
   double timeoutSeconds = 60;  // per stage
+  double deadlineSeconds = 0;  // whole run (0: none); stages not done by then are reported not run
+  size_t z3MemoryMb = 0;       // Z3's soft memory cap (0: Z3's default, none); exceeding it is inconclusive
+  // Testing: this stage (kNone: none) waits, before its engines run, until the run is stopped (deadline or
+  // cancel); a gate that makes "cannot finish before the signal" certain without timing assumptions.
+  int holdStage = -1;
   EngineChoice engine = EngineChoice::Both;
   bool reduceShapes = true;
   bool dedupStages = true;
@@ -29,11 +34,13 @@ class Observer {
   virtual ~Observer() = default;
   virtual void onStagesPlanned(const std::vector<StageInfo>& /*stages*/) {}
   virtual void onStageStarted(int /*stage*/) {}
+  virtual void onStageHeld(int /*stage*/) {}  // Options::holdStage reached its gate
   virtual void onStageFinished(const StageResult& /*result*/) {}
 };
 
 // Verifies a plan. Never throws on bad input: an invalid plan yields Verdict::Invalid with its errors.
-// `cancel` is polled; a cancelled run returns promptly with the stages done so far and verdict Inconclusive.
+// `cancel` is polled; a cancelled run (or one past `deadlineSeconds`) returns promptly with the stages done
+// so far and verdict Inconclusive.
 Report verifyPlan(const Plan& plan, const Options& options, Observer* observer = nullptr,
                   const std::atomic<bool>* cancel = nullptr);
 
