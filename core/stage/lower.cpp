@@ -392,9 +392,15 @@ class Lowering {
 
 }  // namespace
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel) {
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel,
+                           std::chrono::steady_clock::time_point deadline) {
   solver::Problem pb;
+  pb.pool.setGrowthCheck([&] {
+    if (cancel && cancel->load(std::memory_order_relaxed)) throw LoweringCancelled();
+    if (std::chrono::steady_clock::now() >= deadline) throw LoweringTimeout(pb.pool.size());
+  });
   Lowering(plan, stage, pb, cancel).run();
+  pb.pool.setGrowthCheck(nullptr);  // the problem outlives this frame (and is copied by abandoned proofs)
   return pb;
 }
 

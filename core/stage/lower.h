@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +30,16 @@ struct LoweringCancelled : std::runtime_error {
   LoweringCancelled() : std::runtime_error("cancelled while lowering") {}
 };
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
+// Thrown when lowering passed `deadline` (a stage too big to lower within its time limit).
+struct LoweringTimeout : std::runtime_error {
+  explicit LoweringTimeout(size_t nodes)
+      : std::runtime_error("timeout while lowering the stage (" + std::to_string(nodes) +
+                           " expression nodes)") {}
+};
+
+// `cancel` and `deadline` are also checked inside an op's lowering (every 65536 new nodes).
+solver::Problem lowerStage(
+    const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace paraproof::stage

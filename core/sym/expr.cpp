@@ -54,6 +54,7 @@ ExprId ExprPool::intern(Node n) {
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;
   ExprId id = static_cast<ExprId>(nodes_.size());
+  if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
   nodes_.push_back(std::move(n));
   index_.emplace(std::move(key), id);
   return id;

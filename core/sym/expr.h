@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,10 @@ class ExprPool {
   ExprId min(std::vector<ExprId> xs) { return extremum(Kind::Min, std::move(xs)); }
   ExprId toReal(ExprId i);
 
+  // Called every 65536 new nodes; may throw to abandon a construction (one op can create millions of nodes,
+  // so a stop request must be seen inside it). Clear it (nullptr) before the pool outlives its caller.
+  void setGrowthCheck(std::function<void()> check) { growthCheck_ = std::move(check); }
+
   bool isConst(ExprId e) const { return nodes_[e].kind == Kind::Const; }
   bool isConst(ExprId e, double v) const;
 
@@ -119,6 +124,7 @@ class ExprPool {
   std::vector<VarInfo> vars_;
   std::unordered_map<Key, ExprId, KeyHash> index_;
   ExprId zero_ = 0, one_ = 0;
+  std::function<void()> growthCheck_;
 };
 
 }  // namespace paraproof::sym

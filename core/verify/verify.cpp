@@ -281,9 +281,21 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i], &stop);
+        const auto stageDeadline = opt.timeoutSeconds > 0
+                                       ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(opt.timeoutSeconds))
+                                       : Clock::time_point::max();
+        pb = stage::lowerStage(work, stages[i], &stop, stageDeadline);
       } catch (const stage::LoweringCancelled&) {
         break;
+      } catch (const stage::LoweringTimeout& e) {
+        res.status = solver::Status::Inconclusive;
+        res.reason = e.what();
+        res.engine = "none";
+        res.seconds = since(t0);
+        std::lock_guard lock(mu);
+        finish(static_cast<int>(i), std::move(res));
+        continue;
       } catch (const stage::InvalidStage& e) {
         res.status = solver::Status::Inconclusive;
         res.reason = std::string("invalid plan: ") + e.op + " " + e.what();
