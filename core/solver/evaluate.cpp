@@ -101,8 +101,10 @@ std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<do
       case sym::Kind::Min: {
         double m = v[n.args[0]];
         for (auto a : n.args)
-          m = n.kind == sym::Kind::Max ? std::max(m, v[a]) : std::min(m, v[a]);
-        v[e] = m;
+          m = std::isnan(v[a]) || std::isnan(m) ? NAN
+              : n.kind == sym::Kind::Max        ? std::max(m, v[a])
+                                                : std::min(m, v[a]);
+        v[e] = m;  // NaN propagates from any argument (std::max would drop it in one operand order)
         break;
       }
     }
