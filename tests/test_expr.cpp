@@ -40,6 +40,33 @@ class TestExpr : public QObject {
     QCOMPARE(v[hi], 4.0);
     QCOMPARE(v[lo], -2.0);
   }
+  // 0/b folds to 0 only for a nonzero constant b: 0/d is undefined at d = 0 and 0/0 must stay visible.
+  void zeroOverADivisorFoldsOnlyForNonzeroConstants() {
+    sym::ExprPool p;
+    auto d = p.var({"d", sym::Sort::Real});
+    QVERIFY(p.div(p.zero(), p.real(3)) == p.zero());
+    QVERIFY(p.node(p.div(p.zero(), d)).kind == sym::Kind::Div);
+    QVERIFY(p.node(p.div(p.zero(), p.zero())).kind == sym::Kind::Div);
+  }
+
+  // A stop request is seen inside one long construction, not only between ops.
+  void growthCheckCanAbandonAConstruction() {
+    sym::ExprPool p;
+    int calls = 0;
+    p.setGrowthCheck([&] {
+      if (++calls == 2) throw std::runtime_error("stop");
+    });
+    bool stopped = false;
+    try {
+      for (int i = 0; i < 200000; ++i)
+        p.var({"x" + std::to_string(i), sym::Sort::Real});
+    } catch (const std::runtime_error&) {
+      stopped = true;
+    }
+    QVERIFY(stopped);
+    QVERIFY(p.size() < 200000);
+  }
+
   void evaluatesWithRealFunctions() {
     sym::ExprPool p;
     auto x = p.var({"x", sym::Sort::Real});
