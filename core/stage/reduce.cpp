@@ -74,6 +74,8 @@ class Reducer {
     std::ostringstream os;
     os << "shapes reduced: " << out.elementsBefore << " -> " << out.elementsAfter << " tensor elements";
     out.notes.push_back(os.str());
+    for (const auto& l : limits_)
+      out.notes.push_back(l);
     return out;
   }
 
@@ -123,8 +125,12 @@ class Reducer {
       // Axes that data indexes along (gather sources, top-k candidates) keep their full size.
       for (auto r : info.fixed)
         pinnedAxes_[ax(r)] = true;
-      for (const auto& [r, value] : info.boundaries)
+      for (const auto& [r, value] : info.boundaries) {
         boundaries_.push_back({ax(r), value});
+        boundarySources_.push_back(
+            (g == 0 ? "logical op '" : "device " + std::to_string(plan_.devices[g - 1].rank) + " op '") +
+            op.id + "' (" + op.kind + ")");
+      }
       for (const auto& p : info.products) {
         Product prod;
         for (auto r : p.from)
@@ -154,6 +160,10 @@ class Reducer {
           if (a < lin.box.ranges.size()) {
             boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].first});
             boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].second});
+            const std::string src =
+                "lineage of device " + std::to_string(dev.rank) + " '" + dev.graph.values[v].name + "'";
+            boundarySources_.push_back(src);
+            boundarySources_.push_back(src);
           }
         }
       }
@@ -180,6 +190,9 @@ class Reducer {
       if (extent_[a] >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, extent_[a]) : extent_[a];
       c.pinned |= pinnedAxes_[a];
     }
+    std::vector<int64_t> extentGcd(n);
+    for (size_t a = 0; a < n; ++a)
+      extentGcd[a] = cls[a].gcd;
     for (const auto& [a, value] : boundaries_) {
       ClassInfo& c = cls[uf_->find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
@@ -190,6 +203,7 @@ class Reducer {
       const ClassInfo& c = cls[a];
       if (c.pinned || c.minExtent < 4) continue;  // extents below 4 cannot shrink while staying >= 2
       factor_[a] = largestDivisorAtMost(c.gcd, c.minExtent / 2);
+      noteLimitingBoundary(a, extentGcd[a], c);
     }
     // Reshapes: the product of factors must agree on both sides; lower factors until they do.
     for (bool changed = true; changed;) {
@@ -215,6 +229,21 @@ class Reducer {
           }
         }
       }
+    }
+  }
+
+  // A boundary that is not a multiple of the factor the extents allow keeps its whole class (and, through
+  // reshapes, others) large: a slice offset off by one makes every stage along that axis big. Say which.
+  void noteLimitingBoundary(size_t root, int64_t extentGcd, const ClassInfo& c) {
+    const int64_t wanted = largestDivisorAtMost(extentGcd, c.minExtent / 2);
+    if (factor_[root] >= wanted || limits_.size() >= 3) return;
+    for (size_t i = 0; i < boundaries_.size(); ++i) {
+      const auto [a, value] = boundaries_[i];
+      if (uf_->find(a) != root || value % wanted == 0) continue;
+      limits_.push_back("shape reduction limited (factor " + std::to_string(wanted) + " -> " +
+                        std::to_string(factor_[root]) + " on one axis class) by index boundary " +
+                        std::to_string(value) + " of " + boundarySources_[i]);
+      return;
     }
   }
 
@@ -294,6 +323,8 @@ class Reducer {
   std::vector<int64_t> extent_;
   std::vector<bool> pinnedAxes_;
   std::vector<std::pair<size_t, int64_t>> boundaries_;
+  std::vector<std::string> boundarySources_;  // per boundary: the op or lineage it comes from
+  std::vector<std::string> limits_;           // notes: boundaries that kept a class from shrinking
   std::vector<Product> products_;
   std::vector<int64_t> factor_;
 };
