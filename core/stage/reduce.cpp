@@ -155,9 +155,7 @@ class Reducer {
         if (!def) continue;
         std::vector<TensorType> in = types(graph, op.inputs), outT = types(graph, op.outputs);
         if (def->rescale) {
-          ops::AxisFactor factor = [&](ops::AxisRef r) {
-            return factorOf(g, portValue(op, r.port), r.axis);
-          };
+          ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
           try {
             op.attrs = def->rescale(op.attrs, in, outT, factor);
           } catch (const std::exception& e) {
