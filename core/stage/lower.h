@@ -9,6 +9,7 @@
 
 #include "core/plan/plan.h"
 #include "core/solver/problem.h"
+#include "core/stage/int_domains.h"
 #include "core/stage/stage.h"
 
 namespace paraproof::stage {
@@ -37,9 +38,12 @@ struct LoweringTimeout : std::runtime_error {
                            " expression nodes)") {}
 };
 
-// `cancel` and `deadline` are also checked inside an op's lowering (every 65536 new nodes).
+// `domains`: intDomains(plan), computed once per plan (the overload without computes it). `cancel` and
+// `deadline` are also checked inside an op's lowering (every 65536 new nodes).
 solver::Problem lowerStage(
-    const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
+    const Plan& plan, const Stage& stage, const IntDomains& domains,
+    const std::atomic<bool>* cancel = nullptr,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace paraproof::stage

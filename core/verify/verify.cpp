@@ -220,6 +220,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   const Plan& work = reduced.plan;
 
   std::vector<stage::Stage> stages = stage::cutStages(work);
+  const stage::IntDomains domains = stage::intDomains(work);
   for (const auto& s : stages)
     rep.stages.push_back(describe(work, s));
   rep.results.resize(stages.size());
@@ -285,7 +286,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
                                        ? t0 + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(opt.timeoutSeconds))
                                        : Clock::time_point::max();
-        pb = stage::lowerStage(work, stages[i], &stop, stageDeadline);
+        pb = stage::lowerStage(work, stages[i], domains, &stop, stageDeadline);
       } catch (const stage::LoweringCancelled&) {
         break;
       } catch (const stage::LoweringTimeout& e) {
