@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "core/plan/state_contract.h"
 #include "core/plan/validate.h"
 #include "core/solver/engine.h"
 #include "core/solver/normalize.h"
@@ -152,6 +153,46 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   return res;
 }
 
+// Each violation of the state contract is reported as a failed check of its own, after the solver stages.
+void addStateContract(const Plan& plan, Report& rep) {
+  if (plan.state.empty()) {
+    rep.notes.push_back(
+        "no state declared (an inference-style plan): whether every device outputs the successor of the "
+        "state "
+        "it holds is not checked");
+    return;
+  }
+  std::vector<StateViolation> violations = checkStateContract(plan);
+  if (violations.empty()) {
+    rep.notes.push_back("state contract: every device holding a piece of one of the " +
+                        std::to_string(plan.state.size()) +
+                        " state tensors outputs that piece of its successor");
+    return;
+  }
+  for (const StateViolation& v : violations) {
+    StageInfo info;
+    info.id = static_cast<int>(rep.stages.size());
+    info.kind = StageKind::State;
+    info.devices = {v.rank};
+    std::set<std::string> scopes(v.scopes.begin(), v.scopes.end());
+    ValueId succ = plan.logical.findValue(v.successor);
+    if (succ != kNone && plan.logical.values[succ].producer != kNone) {
+      const Op& op = plan.logical.ops[plan.logical.values[succ].producer];
+      info.logicalOps.push_back(op.id);
+      if (!op.scope.empty()) scopes.insert(op.scope);
+    }
+    info.scopes.assign(scopes.begin(), scopes.end());
+    info.outputs = {v.successor};
+    StageResult res;
+    res.stage = info.id;
+    res.status = solver::Status::Failed;
+    res.engine = "none";
+    res.reason = "state contract violated: " + v.message;
+    rep.stages.push_back(std::move(info));
+    rep.results.push_back(std::move(res));
+  }
+}
+
 Verdict overall(const std::vector<StageResult>& results, bool cancelled) {
   bool failed = false, inconclusive = cancelled;
   for (const auto& r : results) {
@@ -200,7 +241,13 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     rep.results[i].stage = static_cast<int>(i);
     rep.results[i].reason = "not checked";
   }
+  // Structural, on the plan as given (full shapes): the devices' state after the step.
+  const size_t solverStages = stages.size();
+  addStateContract(plan, rep);
   if (observer) observer->onStagesPlanned(rep.stages);
+  if (observer)
+    for (size_t i = solverStages; i < rep.results.size(); ++i)
+      observer->onStageFinished(rep.results[i]);
 
   std::mutex mu;
   std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
