@@ -89,10 +89,15 @@ std::vector<StateViolation> checkStateContract(const Plan& plan) {
     for (ValueId v : g.outputs)
       if (auto it = d.lineage.find(v); it != d.lineage.end())
         outputs[it->second.tensor].push_back({v, &it->second});
-    auto scopesUsing = [&](ValueId v, std::set<std::string>& scopes) {
+    auto note = [&](StateViolation& viol, const Op& op) {
+      if (std::find(viol.ops.begin(), viol.ops.end(), op.id) == viol.ops.end()) viol.ops.push_back(op.id);
+      if (!op.scope.empty() &&
+          std::find(viol.scopes.begin(), viol.scopes.end(), op.scope) == viol.scopes.end())
+        viol.scopes.push_back(op.scope);
+    };
+    auto noteUsers = [&](StateViolation& viol, ValueId v) {
       for (const Op& op : g.ops)
-        for (ValueId in : op.inputs)
-          if (in == v && !op.scope.empty()) scopes.insert(op.scope);
+        if (std::find(op.inputs.begin(), op.inputs.end(), v) != op.inputs.end()) note(viol, op);
     };
     std::map<std::string, size_t> violationOf;  // state input -> index in `out` (for stale outputs)
     std::set<std::tuple<std::string, Box, int, int>> checked;
@@ -116,9 +121,7 @@ std::vector<StateViolation> checkStateContract(const Plan& plan) {
       viol.held = g.values[v].name;
       viol.piece = piece;
       viol.missing = std::move(missing);
-      std::set<std::string> scopes;
-      scopesUsing(v, scopes);
-      viol.scopes.assign(scopes.begin(), scopes.end());
+      noteUsers(viol, v);
       violationOf.emplace(viol.state, out.size());
       out.push_back(std::move(viol));
     }
@@ -136,14 +139,14 @@ std::vector<StateViolation> checkStateContract(const Plan& plan) {
         out.push_back(std::move(viol));
       }
       StateViolation& viol = out[at->second];
-      std::set<std::string> scopes(viol.scopes.begin(), viol.scopes.end());
       for (const auto& [ov, ol] : outs) {
         viol.stale.push_back(g.values[ov].name);
         OpId p = g.values[ov].producer;
-        if (p != kNone && !g.ops[p].scope.empty()) scopes.insert(g.ops[p].scope);
-        if (p == kNone) scopesUsing(ov, scopes);
+        if (p != kNone)
+          note(viol, g.ops[p]);
+        else
+          noteUsers(viol, ov);
       }
-      viol.scopes.assign(scopes.begin(), scopes.end());
     }
   }
   for (StateViolation& v : out)

@@ -22,7 +22,8 @@ struct StateViolation {
   Lineage piece;                    // its lineage (a piece of `state`)
   std::vector<Box> missing;         // parts of piece.box for which the device outputs no successor piece
   std::vector<std::string> stale;   // device outputs whose lineage names `state` instead of `successor`
-  std::vector<std::string> scopes;  // scopes of the ops producing the stale outputs and using the held piece
+  std::vector<std::string> ops;     // ids of this device's ops producing the stale outputs or using the piece
+  std::vector<std::string> scopes;  // their scopes
   std::string message;              // "rank 1: ..." naming the device, the state tensor and the piece
 };
 

@@ -174,6 +174,8 @@ void addStateContract(const Plan& plan, Report& rep) {
     info.id = static_cast<int>(rep.stages.size());
     info.kind = StageKind::State;
     info.devices = {v.rank};
+    for (const std::string& op : v.ops)
+      info.parallelOps.push_back({v.rank, op});
     std::set<std::string> scopes(v.scopes.begin(), v.scopes.end());
     ValueId succ = plan.logical.findValue(v.successor);
     if (succ != kNone && plan.logical.values[succ].producer != kNone) {
