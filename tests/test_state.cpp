@@ -106,7 +106,7 @@ class TestState : public QObject {
     QFETCH(QString, parallel);
     const Plan p = makePlan(model.toStdString(), parallel.toStdString(), 2);
     const std::vector<Diagnostic> diags = validatePlan(p);
-    QVERIFY2(diags.empty(), diags.front().str().c_str());
+    QVERIFY2(diags.empty(), diags.empty() ? "" : diags.front().str().c_str());
     QVERIFY(!p.state.empty());
     QCOMPARE(p.state.size() % 3, size_t{0});  // each parameter with its two moments
     for (const StatePair& s : p.state)

@@ -40,6 +40,13 @@ std::vector<Box> uncovered(const Box& held, const std::vector<Box>& boxes) {
   return cells;
 }
 
+bool intersects(const Box& a, const Box& b) {
+  for (size_t k = 0; k < a.ranges.size(); ++k)
+    if (std::max(a.ranges[k].first, b.ranges[k].first) >= std::min(a.ranges[k].second, b.ranges[k].second))
+      return false;
+  return true;
+}
+
 std::string pieceString(const Lineage& l) {
   std::string s = l.box.ranges.empty() ? "the scalar" : boxString(l.box);
   if (l.parts > 1) s = "part " + std::to_string(l.part) + " of " + std::to_string(l.parts) + " of " + s;
@@ -122,6 +129,13 @@ std::vector<StateViolation> checkStateContract(const Plan& plan) {
       viol.piece = piece;
       viol.missing = std::move(missing);
       noteUsers(viol, v);
+      // Ops computing the successor's piece that the device then does not output (a dropped update).
+      for (const Op& op : g.ops)
+        for (ValueId o : op.outputs)
+          if (auto ol = d.lineage.find(o); ol != d.lineage.end() && ol->second.tensor == viol.successor &&
+                                           ol->second.part == piece.part && ol->second.parts == piece.parts &&
+                                           intersects(ol->second.box, piece.box))
+            note(viol, op);
       violationOf.emplace(viol.state, out.size());
       out.push_back(std::move(viol));
     }
