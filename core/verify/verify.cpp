@@ -153,21 +153,21 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   return res;
 }
 
-// Each violation of the state contract is reported as a failed check of its own, after the solver stages.
-void addStateContract(const Plan& plan, Report& rep) {
+// Each violation of the state contract is reported as a failed check of its own. Returns true when the
+// contract is violated.
+bool addStateContract(const Plan& plan, Report& rep) {
   if (plan.state.empty()) {
     rep.notes.push_back(
         "no state declared (an inference-style plan): whether every device outputs the successor of the "
-        "state "
-        "it holds is not checked");
-    return;
+        "state it holds is not checked");
+    return false;
   }
   std::vector<StateViolation> violations = checkStateContract(plan);
   if (violations.empty()) {
     rep.notes.push_back("state contract: every device holding a piece of one of the " +
                         std::to_string(plan.state.size()) +
                         " state tensors outputs that piece of its successor");
-    return;
+    return false;
   }
   for (const StateViolation& v : violations) {
     StageInfo info;
@@ -193,6 +193,10 @@ void addStateContract(const Plan& plan, Report& rep) {
     rep.stages.push_back(std::move(info));
     rep.results.push_back(std::move(res));
   }
+  rep.notes.push_back(
+      "solver stages not checked: the state contract already makes the plan not equivalent (the devices' "
+      "state after the step is not the logical one)");
+  return true;
 }
 
 Verdict overall(const std::vector<StageResult>& results, bool cancelled) {
@@ -222,6 +226,19 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     return rep;
   }
 
+  // Structural, on the plan as given (full shapes), before any reduction or lowering: a violation decides
+  // the verdict, so the plan is not equivalent at every size (and a full-size plan needs no lowering).
+  if (addStateContract(plan, rep)) {
+    if (observer) {
+      observer->onStagesPlanned(rep.stages);
+      for (const StageResult& r : rep.results)
+        observer->onStageFinished(r);
+    }
+    rep.verdict = Verdict::NotEquivalent;
+    rep.seconds = since(start);
+    return rep;
+  }
+
   stage::ReducedPlan reduced;
   if (opt.reduceShapes) {
     reduced = stage::reducePlan(plan);
@@ -243,13 +260,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     rep.results[i].stage = static_cast<int>(i);
     rep.results[i].reason = "not checked";
   }
-  // Structural, on the plan as given (full shapes): the devices' state after the step.
-  const size_t solverStages = stages.size();
-  addStateContract(plan, rep);
   if (observer) observer->onStagesPlanned(rep.stages);
-  if (observer)
-    for (size_t i = solverStages; i < rep.results.size(); ++i)
-      observer->onStageFinished(rep.results[i]);
 
   std::mutex mu;
   std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
