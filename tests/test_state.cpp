@@ -285,6 +285,24 @@ class TestState : public QObject {
              v[0].message.c_str());
   }
 
+  // State the step keeps (x -> x, e.g. a frozen weight): every holder outputs its piece of x itself.
+  void keptStateIsOutputByEveryHolder() {
+    Json j = planToJson(loadPlan(PARAPROOF_FIXTURES "/../../resources/examples/linear-dp2.json"));
+    j["logical"]["outputs"].push_back("w");
+    j["logical"]["state"] = Json::array({Json{{"input", "w"}, {"output", "w"}}});
+    for (Json& d : j["devices"])
+      d["outputs"].push_back("w");
+    QVERIFY(validatePlan(planFromJson(j)).empty());
+    QVERIFY(checkStateContract(planFromJson(j)).empty());
+    j["devices"][1]["outputs"] = Json::array({"loss", "w_new"});
+    const Plan p = planFromJson(j);
+    QVERIFY(validatePlan(p).empty());  // rank 0 still covers w
+    const std::vector<StateViolation> v = checkStateContract(p);
+    QCOMPARE(v.size(), size_t{1});
+    QCOMPARE(v[0].rank, 1);
+    QCOMPARE(v[0].successor, std::string("w"));
+  }
+
   // The declaration round-trips through JSON under logical.state.
   void theStateDeclarationRoundTrips() {
     const Plan p = makePlan("gpt-tiny", "dp=2,tp=2", 1);
