@@ -133,6 +133,14 @@ class TestState : public QObject {
     QTest::newRow("dsv3-16b dp2 ep2 tp2: shared expert") << "dsv3-16b"
                                                          << "dp=2,ep=2,tp=2"
                                                          << "layers.1.mlp.shared_experts.w2.weight";
+    // The last pipeline stage's copy of a tied embedding, and a routed expert replicated over the
+    // expert-data-parallel group (dp4 ep2: two ranks hold the same experts).
+    QTest::newRow("gpt-tiny dp2 tp2 pp2 mb2: tied embedding copy") << "gpt-tiny"
+                                                                   << "dp=2,tp=2,pp=2,mb=2"
+                                                                   << "embed.weight";
+    QTest::newRow("dsv3-16b dp4 ep2: routed expert") << "dsv3-16b"
+                                                     << "dp=4,ep=2"
+                                                     << "layers.1.mlp.experts.w1.weight";
     // ZeRO: a norm weight is replicated over tp, so two tp ranks own the same shard of its moments
     // (zero=1) or of the weight itself (zero=3); one of them keeps its old shard.
     QTest::newRow("llama3-8b dp2 tp2 zero1: shard of a moment") << "llama3-8b"
