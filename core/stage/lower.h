@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "core/ir/limits.h"
 #include "core/plan/plan.h"
 #include "core/solver/problem.h"
 #include "core/stage/stage.h"
@@ -16,11 +17,23 @@ struct UnsupportedStage : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The stage holds more scalar elements, or grows more expression nodes, than the limits allow: checking it
+// would exhaust memory long before any engine could decide it. The message starts "stage too large".
+struct StageTooLarge : UnsupportedStage {
+  using UnsupportedStage::UnsupportedStage;
+};
+
+struct LoweringLimits {
+  int64_t maxElements = limits::kMaxStageElements;    // scalar elements of the stage's tensors
+  int64_t maxExprNodes = limits::kMaxStageExprNodes;  // nodes of the stage's expression DAG
+};
+
 // Thrown when `cancel` was set while lowering (checked before every op: a huge stage can take minutes).
 struct LoweringCancelled : std::runtime_error {
   LoweringCancelled() : std::runtime_error("cancelled while lowering") {}
 };
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
+                           const LoweringLimits& limits = {});
 
 }  // namespace paraproof::stage

@@ -227,12 +227,13 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i], cancel);
+        pb = stage::lowerStage(work, stages[i], cancel, {opt.maxStageElements, opt.maxStageExprNodes});
       } catch (const stage::LoweringCancelled&) {
         break;
       } catch (const std::exception& e) {
         res.status = solver::Status::Inconclusive;
-        res.reason = std::string("cannot encode stage: ") + e.what();
+        const bool tooLarge = dynamic_cast<const stage::StageTooLarge*>(&e) != nullptr;
+        res.reason = tooLarge ? std::string(e.what()) : std::string("cannot encode stage: ") + e.what();
         res.engine = "none";
         res.seconds = since(t0);
         std::lock_guard lock(mu);
