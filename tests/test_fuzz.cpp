@@ -13,8 +13,14 @@ class TestFuzz : public QObject {
     QTemporaryDir scratch;
     QVERIFY(scratch.isValid());
     const QString fixtures = PARAPROOF_FIXTURES;
-    QStringList args{"-runs=0", "-rss_limit_mb=2048", "-timeout=60", "-dict=" PARAPROOF_FUZZ_DICT,
-                     scratch.path(), fixtures + "/plans", fixtures + "/invalid", fixtures + "/soundness",
+    QStringList args{"-runs=0",
+                     "-rss_limit_mb=2048",
+                     "-timeout=60",
+                     "-dict=" PARAPROOF_FUZZ_DICT,
+                     scratch.path(),
+                     fixtures + "/plans",
+                     fixtures + "/invalid",
+                     fixtures + "/soundness",
                      fixtures + "/../../resources/examples"};
     QProcess fuzz;
     fuzz.setProcessChannelMode(QProcess::MergedChannels);

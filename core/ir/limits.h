@@ -11,15 +11,14 @@
 
 namespace paraproof::limits {
 
-inline constexpr int64_t kMaxPlanFileBytes = int64_t{1} << 30;  // 1 GiB of JSON text
-inline constexpr int kMaxJsonDepth = 64;                        // nesting of arrays and objects
-inline constexpr int64_t kMaxStringBytes = int64_t{1} << 16;    // any JSON string or object key
-inline constexpr int64_t kMaxRank = 16;                         // dimensions of a tensor (and of a mesh)
-inline constexpr int64_t kMaxExtent = int64_t{1} << 32;         // size of one dimension
+inline constexpr int64_t kMaxPlanFileBytes = int64_t{1} << 30;   // 1 GiB of JSON text (bounds all counts)
+inline constexpr int kMaxJsonDepth = 64;                         // nesting of arrays and objects
+inline constexpr int64_t kMaxStringBytes = int64_t{1} << 16;     // any JSON string or object key
+inline constexpr int64_t kMaxRank = 16;                          // dimensions of a tensor (and of a mesh)
+inline constexpr int64_t kMaxExtent = int64_t{1} << 32;          // size of one dimension
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;  // elements of one tensor
 inline constexpr int64_t kMaxPlanElements = int64_t{1} << 60;    // elements summed over every tensor
 inline constexpr int64_t kMaxGraphOps = int64_t{1} << 22;        // ops of one graph (4,194,304)
-inline constexpr int64_t kMaxPlanOps = int64_t{1} << 26;         // ops summed over every graph
 inline constexpr int64_t kMaxOpArity = int64_t{1} << 16;         // inputs or outputs of one op
 inline constexpr int64_t kMaxDevices = int64_t{1} << 16;         // devices, and positions of the mesh
 inline constexpr int64_t kMaxAttrValues = int64_t{1} << 17;      // JSON values in one op's attrs

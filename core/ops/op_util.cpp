@@ -1,5 +1,7 @@
 #include "core/ops/op_util.h"
 
+#include <algorithm>
+
 #include "core/ir/limits.h"
 
 namespace paraproof::ops::util {
@@ -25,14 +27,15 @@ const Json& need(const Json& attrs, const char* key) {
 int64_t asInt(const Json& v, const char* key) {
   int64_t x = 0;
   if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(limits::kMaxAttrInteger)) badAttr(key, "a bounded integer", v);
-    x = static_cast<int64_t>(v.get<uint64_t>());
+    // Above the bound, keep it above: the magnitude check below reports it.
+    x = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 62));
   } else if (v.is_number_integer()) {
     x = v.get<int64_t>();
   } else if (v.is_number_float()) {
     double d = v.get<double>();
     // The range check comes first: casting a double outside int64 is undefined.
-    if (!(d >= -static_cast<double>(limits::kMaxAttrInteger) && d <= static_cast<double>(limits::kMaxAttrInteger)) ||
+    if (!(d >= -static_cast<double>(limits::kMaxAttrInteger) &&
+          d <= static_cast<double>(limits::kMaxAttrInteger)) ||
         d != static_cast<double>(static_cast<int64_t>(d)))
       badAttr(key, "an integer", v);
     x = static_cast<int64_t>(d);

@@ -42,7 +42,8 @@ int64_t valueCount(const Json& j, int64_t cap) {
 void checkCount(size_t n, int64_t limit, const std::string& source, const std::string& ptr,
                 const std::string& what) {
   if (static_cast<int64_t>(n) > limit)
-    fail(source, ptr, what + " has " + std::to_string(n) + " entries, above the limit of " + std::to_string(limit));
+    fail(source, ptr,
+         what + " has " + std::to_string(n) + " entries, above the limit of " + std::to_string(limit));
 }
 
 struct DeclaredOutput {

@@ -123,7 +123,8 @@ Shape readShape(const Json& v, const std::string& source, const std::string& ptr
              shortJson(v));
   if (static_cast<int64_t>(v.size()) > limits::kMaxRank)
     fail(source, ptr,
-         "shape has rank " + std::to_string(v.size()) + ", above the limit of " + std::to_string(limits::kMaxRank));
+         "shape has rank " + std::to_string(v.size()) + ", above the limit of " +
+             std::to_string(limits::kMaxRank));
   Shape s;
   s.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {

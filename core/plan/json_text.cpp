@@ -115,7 +115,8 @@ class BoundedSax {
       if (many.empty()) {
         if (std::find(few.begin(), few.end(), k) != few.end()) return false;
         few.push_back(k);
-        if (few.size() > 16) many.insert(std::make_move_iterator(few.begin()), std::make_move_iterator(few.end()));
+        if (few.size() > 16)
+          many.insert(std::make_move_iterator(few.begin()), std::make_move_iterator(few.end()));
         return true;
       }
       return many.insert(k).second;

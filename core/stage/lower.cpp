@@ -425,7 +425,8 @@ solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atom
   try {
     Lowering(plan, stage, pb, cancel).run();
   } catch (const sym::PoolLimitExceeded& e) {
-    throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements, " + e.what() + ")");
+    throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements, " + e.what() +
+                        ")");
   }
   pb.pool.setNodeLimit(SIZE_MAX);  // the engines may add nodes of their own
   return pb;
