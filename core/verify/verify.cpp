@@ -288,7 +288,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i], domains, cancel, {opt.maxStageElements, opt.maxStageExprNodes});
+        pb = stage::lowerStage(work, stages[i], domains, cancel,
+                               {opt.maxStageElements, opt.maxStageExprNodes});
       } catch (const stage::LoweringCancelled&) {
         break;
       } catch (const std::exception& e) {
