@@ -6,6 +6,7 @@ PACKAGES=(
   qt6-base-dev qt6-svg-dev libgl-dev
   libz3-dev libgraphviz-dev nlohmann-json3-dev
   xvfb xauth
+  clang libclang-rt-14-dev libfuzzer-14-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# The README's test command: install deps, build, run every test with CTest (offscreen Qt).
+# The README's test command: install deps, build, run every test with CTest (offscreen Qt); then build
+# again with AddressSanitizer + UndefinedBehaviorSanitizer (no inspector, to fit CI's budget) and run the
+# suite there too: any memory error, leak or undefined behaviour fails (docs/hardening.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 export QT_QPA_PLATFORM=offscreen
 ctest --test-dir build --output-on-failure --timeout 1200
+
+echo "test: sanitizer build (build-asan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPROOF_WITH_UI=OFF \
+  -DPARAPROOF_SANITIZE=ON >/dev/null
+cmake --build build-asan --parallel "$(nproc)"
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ctest --test-dir build-asan --output-on-failure --timeout 2400 --parallel "$(nproc)"

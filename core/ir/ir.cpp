@@ -1,5 +1,7 @@
 #include "core/ir/ir.h"
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
 
 namespace paraproof {
@@ -31,9 +33,12 @@ std::optional<DType> parseDType(const std::string& s) {
 }
 
 int64_t numElements(const Shape& s) {
+  // Saturates instead of overflowing: loaded shapes are bounded (core/ir/limits.h), but a shape rule may
+  // form a product before its result is checked.
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return 0;
   int64_t n = 1;
   for (int64_t d : s)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 

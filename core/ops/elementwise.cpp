@@ -70,9 +70,11 @@ void registerUnary(std::vector<OpDef>& reg) {
                                                  {"sqrt", sym::Fn::Sqrt},
                                                  {"sigmoid", sym::Fn::Sigmoid},
                                                  {"tanh", sym::Fn::Tanh}};
-  for (auto [name, fn] : fns)
-    reg.push_back(unary(name, std::string(name) + "(x)",
+  for (const auto& entry : fns) {
+    const sym::Fn fn = entry.second;  // a plain variable: clang 14 cannot capture structured bindings
+    reg.push_back(unary(entry.first, std::string(entry.first) + "(x)",
                         [fn](ExprPool& p, ExprId x, const Json&) { return applyFn(p, fn, x); }));
+  }
   reg.push_back(unary("rsqrt", "1 / sqrt(x)", [](ExprPool& p, ExprId x, const Json&) {
     return p.div(p.one(), applyFn(p, sym::Fn::Sqrt, x));
   }));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/ir/limits.h"
+
 namespace paraproof::ops::util {
 
 std::string typeString(const TensorType& t) {
@@ -20,13 +22,29 @@ const Json& need(const Json& attrs, const char* key) {
 [[noreturn]] void badAttr(const char* key, const char* what, const Json& v) {
   throw ShapeError(std::string("attribute `") + key + "` must be " + what + ", got " + v.dump());
 }
+// Integer attributes are extents, offsets, dims, ranks and counts: bounding their magnitude keeps every sum
+// and product the shape rules form inside int64.
 int64_t asInt(const Json& v, const char* key) {
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) {
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    // Above the bound, keep it above: the magnitude check below reports it.
+    x = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 62));
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float()) {
     double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+    // The range check comes first: casting a double outside int64 is undefined.
+    if (!(d >= -static_cast<double>(limits::kMaxAttrInteger) &&
+          d <= static_cast<double>(limits::kMaxAttrInteger)) ||
+        d != static_cast<double>(static_cast<int64_t>(d)))
+      badAttr(key, "an integer", v);
+    x = static_cast<int64_t>(d);
+  } else {
+    badAttr(key, "an integer", v);
   }
-  badAttr(key, "an integer", v);
+  if (x < -limits::kMaxAttrInteger || x > limits::kMaxAttrInteger)
+    badAttr(key, ("an integer of magnitude at most " + std::to_string(limits::kMaxAttrInteger)).c_str(), v);
+  return x;
 }
 }  // namespace
 
@@ -96,6 +114,8 @@ Shape shapeAttr(const Json& attrs, const char* key) {
   Shape s = intListAttr(attrs, key);
   for (int64_t d : s)
     if (d < 0) badAttr(key, "a list of non-negative extents", attrs[key]);
+  if (std::string why = limits::shapeLimitError(s); !why.empty())
+    throw ShapeError(std::string("attribute `") + key + "`: " + why);
   return s;
 }
 

@@ -2,6 +2,7 @@
 // gather. Data movement builds no new expressions: outputs are the input elements rearranged.
 #include <numeric>
 
+#include "core/ir/limits.h"
 #include "core/ops/broadcast_ops.h"
 #include "core/ops/families.h"
 #include "core/ops/op_util.h"
@@ -95,7 +96,8 @@ Shape reshapeTarget(const Shape& in, const Json& a) {
     } else if (s[i] < 0) {
       throw ShapeError("attribute `shape` " + shapeString(s) + " may hold one -1 and otherwise extents >= 0");
     } else {
-      known *= s[i];
+      known = limits::cappedProduct(known, s[i], limits::kMaxTensorElements);
+      if (known < 0) throw ShapeError("attribute `shape` " + shapeString(s) + " has too many elements");
     }
   }
   int64_t total = numElements(in);

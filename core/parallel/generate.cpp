@@ -176,7 +176,9 @@ std::vector<StatePair> buildProgram(const ModelConfig& cfg, const StepShape& sha
   TrainingStep step(cfg, shape, ctx, em);
   const Degrees& d = ctx.deg();
   const int stage = ctx.at().pp;
-  const auto [first, last] = stageBlocks(stage, d.pp, shape.layers);
+  // Plain variables, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const std::pair<int, int> blocks = stageBlocks(stage, d.pp, shape.layers);
+  const int first = blocks.first, last = blocks.second;
   const int self = ctx.rank();
   MeshCoord prevAt = ctx.at(), nextAt = ctx.at();
   --prevAt.pp;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/ir/limits.h"
 #include "core/ops/registry.h"
 #include "core/plan/json_reader.h"
 
@@ -27,6 +28,24 @@ std::string arityText(const ops::OpDef& def) {
   return std::to_string(def.minInputs) + " to " + n(def.maxInputs);
 }
 
+// Counts JSON values up to `cap` (stops early: attrs are bounded before anything walks them).
+int64_t valueCount(const Json& j, int64_t cap) {
+  int64_t n = 1;
+  if (j.is_structured())
+    for (const Json& c : j) {
+      if (n > cap) break;
+      n += valueCount(c, cap - n);
+    }
+  return n;
+}
+
+void checkCount(size_t n, int64_t limit, const std::string& source, const std::string& ptr,
+                const std::string& what) {
+  if (static_cast<int64_t>(n) > limit)
+    fail(source, ptr,
+         what + " has " + std::to_string(n) + " entries, above the limit of " + std::to_string(limit));
+}
+
 struct DeclaredOutput {
   std::string name;
   std::optional<Shape> shape;
@@ -42,15 +61,18 @@ class GraphReader {
 
   void read(const Json& j) {
     const Json& inputs = field(j, "inputs");
+    checkCount(inputs.size(), limits::kMaxGraphOps, source_, ptr("inputs"), "graph inputs");
     for (size_t k = 0; k < inputs.size(); ++k)
       readInput(inputs[k], child(ptr("inputs"), k));
     const Json& opsJson = field(j, "ops");
     ops_ = &opsJson;
+    checkCount(opsJson.size(), limits::kMaxGraphOps, source_, ptr("ops"), "graph ops");
     g_.ops.reserve(opsJson.size());
     g_.values.reserve(inputs.size() + opsJson.size());
     for (size_t i = 0; i < opsJson.size(); ++i)
       readOp(i);
     const Json& outputs = field(j, "outputs");
+    checkCount(outputs.size(), limits::kMaxGraphOps, source_, ptr("outputs"), "graph outputs");
     for (size_t k = 0; k < outputs.size(); ++k) {
       std::string at = child(ptr("outputs"), k);
       std::string name = readString(outputs[k], source_, at, "graph output");
@@ -202,12 +224,16 @@ class GraphReader {
     if (!def) r.fail(r.ptr("op"), who + "unknown op kind '" + op.kind + "'");
     if (const Json* a = r.find("attrs")) {
       if (!a->is_object()) r.fail(r.ptr("attrs"), who + "attrs must be an object, got " + jsonTypeName(*a));
+      if (valueCount(*a, limits::kMaxAttrValues) > limits::kMaxAttrValues)
+        r.fail(r.ptr("attrs"), who + "attrs hold more than " + std::to_string(limits::kMaxAttrValues) +
+                                   " JSON values (the limit)");
       op.attrs = *a;
     }
     op.scope = r.stringOr("scope", "");
     op.origin = r.stringOr("origin", "");
 
     const Json& ins = r.array("inputs");
+    checkCount(ins.size(), limits::kMaxOpArity, source_, r.ptr("inputs"), who + "inputs");
     std::vector<TensorType> inTypes;
     inTypes.reserve(ins.size());
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -222,6 +248,7 @@ class GraphReader {
              who + op.kind + " takes " + arityText(*def) + ", got " + std::to_string(n) + " (wrong arity)");
 
     const Json& outs = r.array("outputs");
+    checkCount(outs.size(), limits::kMaxOpArity, source_, r.ptr("outputs"), who + "outputs");
     std::vector<DeclaredOutput> decls;
     std::unordered_set<std::string> ownNames;
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -245,6 +272,9 @@ class GraphReader {
     named.reserve(decls.size());
     for (size_t k = 0; k < decls.size(); ++k) {
       const DeclaredOutput& d = decls[k];
+      // Shape rules build output shapes from attributes: they obey the same limits as declared shapes.
+      if (std::string why = limits::shapeLimitError(outTypes[k].shape); !why.empty())
+        r.fail(child(r.ptr("outputs"), k), who + "output '" + d.name + "': " + why);
       if (d.shape && *d.shape != outTypes[k].shape)
         r.fail(child(r.ptr("outputs"), k), who + "shape mismatch: output '" + d.name + "' is declared " +
                                                shapeString(*d.shape) + " but " + op.kind + " infers " +

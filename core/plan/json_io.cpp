@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "core/ir/limits.h"
 #include "core/plan/graph_json.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/json_text.h"
@@ -47,6 +48,7 @@ class PlanReader {
                      {"inputs", "ops", "outputs", "state"});
       plan_.logical.name = "logical";
       readGraph(top.required("logical"), "/logical", source_, plan_.logical);
+      tally(plan_.logical, "/logical");
       logicalOk_ = true;
     });
     guarded([&] {
@@ -55,6 +57,10 @@ class PlanReader {
     });
     guarded([&] {
       const Json& devices = top.array("devices");
+      if (static_cast<int64_t>(devices.size()) > limits::kMaxDevices)
+        fail(source_, "/devices",
+             "the plan has " + std::to_string(devices.size()) + " devices, above the limit of " +
+                 std::to_string(limits::kMaxDevices));
       plan_.devices.resize(devices.size());
       for (size_t i = 0; i < devices.size(); ++i)
         guarded([&] { readDevice(devices[i], i); });
@@ -70,6 +76,17 @@ class PlanReader {
       fn();
     } catch (const ReadFailure& f) {
       diags_.push_back(f.diag);
+    }
+  }
+
+  // The plan-wide element total, checked as each graph is read (each tensor is bounded by readShape).
+  void tally(const Graph& g, const std::string& at) {
+    for (const Value& v : g.values) {
+      planElements_ += numElements(v.type.shape);  // each <= kMaxTensorElements: no overflow
+      if (planElements_ > limits::kMaxPlanElements)
+        fail(source_, at,
+             "the plan's tensors hold more than " + std::to_string(limits::kMaxPlanElements) +
+                 " elements in all (the limit)");
     }
   }
 
@@ -93,6 +110,10 @@ class PlanReader {
     }
     ObjectReader mesh(top.required("mesh"), "/mesh", source_, "mesh", {"axes", "shape"});
     const Json& axes = mesh.array("axes");
+    if (static_cast<int64_t>(axes.size()) > limits::kMaxRank)
+      fail(source_, "/mesh/axes",
+           "the mesh has " + std::to_string(axes.size()) + " axes, above the limit of " +
+               std::to_string(limits::kMaxRank));
     for (size_t k = 0; k < axes.size(); ++k)
       plan_.mesh.axes.push_back(readString(axes[k], source_, child("/mesh/axes", k), "mesh axis name"));
     plan_.mesh.shape = readShape(mesh.required("shape"), source_, "/mesh/shape");
@@ -100,9 +121,16 @@ class PlanReader {
       fail(source_, "/mesh/shape",
            "mesh shape " + shapeString(plan_.mesh.shape) + " has " + std::to_string(plan_.mesh.shape.size()) +
                " entries but there are " + std::to_string(plan_.mesh.axes.size()) + " axes");
-    for (size_t k = 0; k < plan_.mesh.shape.size(); ++k)
+    int64_t positions = 1;
+    for (size_t k = 0; k < plan_.mesh.shape.size(); ++k) {
       if (plan_.mesh.shape[k] < 1)
         fail(source_, child("/mesh/shape", k), "mesh axis size must be at least 1");
+      positions = limits::cappedProduct(positions, plan_.mesh.shape[k], limits::kMaxDevices);
+      if (positions < 0)
+        fail(source_, "/mesh/shape",
+             "mesh shape " + shapeString(plan_.mesh.shape) + " has more than " +
+                 std::to_string(limits::kMaxDevices) + " positions (the device limit)");
+    }
   }
 
   // The names are resolved by validatePlan (a plan built in memory gets the same checks).
@@ -124,15 +152,22 @@ class PlanReader {
     Device& d = plan_.devices[i];
     d.rank = readInt(r.required("rank"), source_, r.ptr("rank"), "rank");
     const Json& coord = r.array("coord");
+    if (static_cast<int64_t>(coord.size()) > limits::kMaxRank)
+      fail(source_, r.ptr("coord"),
+           "coord has " + std::to_string(coord.size()) + " entries, above the limit of " +
+               std::to_string(limits::kMaxRank));
     for (size_t k = 0; k < coord.size(); ++k)
       d.coord.push_back(readInteger(coord[k], source_, child(r.ptr("coord"), k), "coord entry"));
     d.graph.name = "rank " + std::to_string(d.rank);
     readGraph(j, at, source_, d.graph);
+    tally(d.graph, at);
     if (const Json* lin = r.find("lineage")) {
       if (!lin->is_object())
         fail(source_, r.ptr("lineage"), std::string("lineage must be an object, got ") + jsonTypeName(*lin));
-      for (const auto& [name, entry] : lin->items())
-        guarded([&] { readLineage(d, name, entry, child(r.ptr("lineage"), name)); });
+      for (const auto& item : lin->items()) {
+        const std::string& name = item.key();  // not a structured binding: clang 14 cannot capture one
+        guarded([&] { readLineage(d, name, item.value(), child(r.ptr("lineage"), name)); });
+      }
     }
   }
 
@@ -147,6 +182,10 @@ class PlanReader {
     if (const Json* box = r.find("box")) {
       if (!box->is_array())
         fail(source_, r.ptr("box"), who + "lineage box must be a list of [start, end] pairs");
+      if (static_cast<int64_t>(box->size()) > limits::kMaxRank)
+        fail(source_, r.ptr("box"),
+             who + "lineage box has " + std::to_string(box->size()) + " ranges, above the limit of " +
+                 std::to_string(limits::kMaxRank));
       for (size_t k = 0; k < box->size(); ++k) {
         const Json& range = (*box)[k];
         std::string rp = child(r.ptr("box"), k);
@@ -168,6 +207,7 @@ class PlanReader {
   const std::string& source_;
   Plan plan_;
   bool logicalOk_ = false;
+  int64_t planElements_ = 0;
   std::vector<Diagnostic> diags_;
 };
 
@@ -200,6 +240,12 @@ Plan loadPlan(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw PlanError({Diagnostic{path, "cannot open plan file: " + std::generic_category().message(errno)}});
+  std::error_code ec;
+  auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > static_cast<uintmax_t>(limits::kMaxPlanFileBytes))
+    throw PlanError(
+        {Diagnostic{path, "plan file is " + std::to_string(bytes) + " bytes, above the limit of " +
+                              std::to_string(limits::kMaxPlanFileBytes)}});
   std::ostringstream text;
   text << in.rdbuf();
   return planFromJson(parseJsonText(text.str(), path), path);

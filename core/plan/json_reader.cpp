@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/ir/limits.h"
+
 namespace paraproof::planjson {
 
 std::string escapeToken(std::string_view token) {
@@ -119,6 +121,10 @@ Shape readShape(const Json& v, const std::string& source, const std::string& ptr
     fail(source, ptr,
          std::string("shape must be a list of non-negative integers, got ") + jsonTypeName(v) + " " +
              shortJson(v));
+  if (static_cast<int64_t>(v.size()) > limits::kMaxRank)
+    fail(source, ptr,
+         "shape has rank " + std::to_string(v.size()) + ", above the limit of " +
+             std::to_string(limits::kMaxRank));
   Shape s;
   s.reserve(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
@@ -126,6 +132,7 @@ Shape readShape(const Json& v, const std::string& source, const std::string& ptr
     if (d < 0) fail(source, child(ptr, i), "shape entry must be non-negative, got " + std::to_string(d));
     s.push_back(d);
   }
+  if (std::string why = limits::shapeLimitError(s); !why.empty()) fail(source, ptr, why);
   return s;
 }
 

@@ -57,7 +57,9 @@ class ObjectReader {
 int64_t readInteger(const Json& v, const std::string& source, const std::string& ptr, std::string_view what);
 std::string readString(const Json& v, const std::string& source, const std::string& ptr,
                        std::string_view what);
+// Checks non-negative entries and the rank, extent and element limits (core/ir/limits.h).
 Shape readShape(const Json& v, const std::string& source, const std::string& ptr);
+
 DType readDType(const Json& v, const std::string& source, const std::string& ptr);
 
 }  // namespace paraproof::planjson

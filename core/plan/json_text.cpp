@@ -1,8 +1,12 @@
 #include "core/plan/json_text.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
+#include "core/ir/limits.h"
 #include "core/plan/diagnostics.h"
+#include "core/plan/json_reader.h"
 
 namespace paraproof::planjson {
 
@@ -57,11 +61,111 @@ void format(const Json& j, int indent, std::string& out) {
   out += "\n" + std::string(indent, ' ') + (j.is_object() ? "}" : "]");
 }
 
+// Builds the DOM like Json::parse, but stops at the first value past the nesting or string limits, or at a
+// key repeated in one object (nlohmann keeps the last silently: two readers could disagree on the plan), and
+// names it by JSON pointer. The depth bound also keeps every later recursive walk (dump, copy) shallow.
+class BoundedSax {
+ public:
+  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  explicit BoundedSax(Json& root) : dom_(root) {}
+
+  bool null() { return dom_.null() && done(); }
+  bool boolean(bool v) { return dom_.boolean(v) && done(); }
+  bool number_integer(Json::number_integer_t v) { return dom_.number_integer(v) && done(); }
+  bool number_unsigned(Json::number_unsigned_t v) { return dom_.number_unsigned(v) && done(); }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return dom_.number_float(v, s) && done();
+  }
+  bool string(std::string& v) {
+    if (static_cast<int64_t>(v.size()) > limits::kMaxStringBytes)
+      return stop(pointer(), "string of " + std::to_string(v.size()) + " bytes exceeds the limit of " +
+                                 std::to_string(limits::kMaxStringBytes));
+    return dom_.string(v) && done();
+  }
+  bool binary(Json::binary_t& v) { return dom_.binary(v) && done(); }
+  bool start_object(std::size_t n) { return open(false) && dom_.start_object(n); }
+  bool key(std::string& k) {
+    Frame& f = frames_.back();
+    if (static_cast<int64_t>(k.size()) > limits::kMaxStringBytes)
+      return stop(pointer(), "object key of " + std::to_string(k.size()) + " bytes exceeds the limit of " +
+                                 std::to_string(limits::kMaxStringBytes));
+    f.key = k;
+    if (!f.insertKey(k)) return stop(pointer(), "duplicate key '" + k + "' in one object");
+    return dom_.key(k);
+  }
+  bool end_object() { return close() && dom_.end_object() && done(); }
+  bool start_array(std::size_t n) { return open(true) && dom_.start_array(n); }
+  bool end_array() { return close() && dom_.end_array() && done(); }
+  template <class E>
+  bool parse_error(std::size_t pos, const std::string& token, const E& e) {
+    return dom_.parse_error(pos, token, e);  // throws
+  }
+
+  const std::optional<std::pair<std::string, std::string>>& failure() const { return failure_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    size_t count = 0;  // array elements completed
+    std::string key;   // object: the current key
+    // Keys seen: a short list (most objects have a few), a hash set once an object is large (lineage maps).
+    std::vector<std::string> few;
+    std::unordered_set<std::string> many;
+    bool insertKey(const std::string& k) {
+      if (many.empty()) {
+        if (std::find(few.begin(), few.end(), k) != few.end()) return false;
+        few.push_back(k);
+        if (few.size() > 16)
+          many.insert(std::make_move_iterator(few.begin()), std::make_move_iterator(few.end()));
+        return true;
+      }
+      return many.insert(k).second;
+    }
+  };
+
+  std::string pointer() const {
+    std::string p;
+    for (const Frame& f : frames_)
+      p += f.array ? "/" + std::to_string(f.count) : "/" + escapeToken(f.key);
+    return p;
+  }
+  bool stop(std::string ptr, std::string message) {
+    failure_.emplace(std::move(ptr), std::move(message));
+    return false;
+  }
+  // A value finished: the enclosing array moves to its next element.
+  bool done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().count;
+    return true;
+  }
+  bool open(bool array) {
+    if (static_cast<int>(frames_.size()) >= limits::kMaxJsonDepth)
+      return stop(pointer(), "JSON nesting deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
+    frames_.emplace_back();
+    frames_.back().array = array;
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  Dom dom_;
+  std::vector<Frame> frames_;
+  std::optional<std::pair<std::string, std::string>> failure_;
+};
+
 }  // namespace
 
 Json parseJsonText(const std::string& text, const std::string& source) {
   try {
-    return Json::parse(text);
+    Json j;
+    BoundedSax sax(j);
+    if (!Json::sax_parse(text, &sax)) {
+      const auto& [ptr, message] = *sax.failure();
+      throw PlanError({Diagnostic{place(source, ptr), message}});
+    }
+    return j;
   } catch (const Json::parse_error& e) {
     // Line and column of the last character read, counted as nlohmann does.
     size_t end = std::min(e.byte, text.size());

@@ -4,7 +4,9 @@
 #include "core/stage/lower.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -388,22 +390,78 @@ class Lowering {
   const std::atomic<bool>* cancel_;
 };
 
+// Scalar elements of every tensor the stage reads or writes, and of the logical tensors its lineage refers
+// to (a lineage slice lowers its whole logical tensor). Saturating: shapes are bounded, their sum may not be.
+int64_t stageElements(const Plan& plan, const Stage& stage) {
+  std::set<std::pair<int, ValueId>> seen;  // (graph: -1 logical, else device index; value)
+  int64_t total = 0;
+  auto count = [&](int g, ValueId v, const Graph& graph) {
+    if (!seen.insert({g, v}).second) return;
+    int64_t n = numElements(graph.values[v].type.shape);
+    total = n > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max() : total + n;
+  };
+  auto lineageTensor = [&](const Device& dev, ValueId v) {
+    auto it = dev.lineage.find(v);
+    if (it == dev.lineage.end()) return;
+    ValueId lv = plan.logical.findValue(it->second.tensor);
+    if (lv != kNone) count(-1, lv, plan.logical);
+  };
+  for (OpId o : stage.logicalOps) {
+    const Op& op = plan.logical.ops[o];
+    for (ValueId v : op.inputs)
+      count(-1, v, plan.logical);
+    for (ValueId v : op.outputs)
+      count(-1, v, plan.logical);
+  }
+  for (const DeviceOp& d : stage.deviceOps) {
+    const Device& dev = plan.devices[d.device];
+    const Op& op = dev.graph.ops[d.op];
+    for (ValueId v : op.inputs) {
+      count(d.device, v, dev.graph);
+      lineageTensor(dev, v);
+    }
+    for (ValueId v : op.outputs)
+      count(d.device, v, dev.graph);
+  }
+  for (const DeviceValue& c : stage.checked)
+    lineageTensor(plan.devices[c.device], c.value);
+  return total;
+}
+
 }  // namespace
 
 solver::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
-                           const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline) {
+                           const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
+                           const LoweringLimits& limits) {
+  const int64_t elements = stageElements(plan, stage);
+  if (elements > limits.maxElements)
+    throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements; the limit is " +
+                        std::to_string(limits.maxElements) + ")");
   solver::Problem pb;
+  pb.pool.setNodeLimit(static_cast<size_t>(std::max<int64_t>(limits.maxExprNodes, 0)));
   pb.pool.setGrowthCheck([&] {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw LoweringCancelled();
     if (std::chrono::steady_clock::now() >= deadline) throw LoweringTimeout(pb.pool.size());
   });
-  Lowering(plan, stage, domains, pb, cancel).run();
+  try {
+    Lowering(plan, stage, domains, pb, cancel).run();
+  } catch (const sym::PoolLimitExceeded& e) {
+    pb.pool.setGrowthCheck(nullptr);
+    throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements, " + e.what() +
+                        ")");
+  } catch (...) {
+    pb.pool.setGrowthCheck(nullptr);
+    throw;
+  }
   pb.pool.setGrowthCheck(nullptr);  // the problem outlives this frame (and is copied by abandoned proofs)
+  pb.pool.setNodeLimit(SIZE_MAX);   // the engines may add nodes of their own
   return pb;
 }
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel) {
-  return lowerStage(plan, stage, intDomains(plan), cancel);
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel,
+                           const LoweringLimits& limits) {
+  return lowerStage(plan, stage, intDomains(plan), cancel, std::chrono::steady_clock::time_point::max(),
+                    limits);
 }
 
 }  // namespace paraproof::stage

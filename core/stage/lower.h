@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/ir/limits.h"
 #include "core/plan/plan.h"
 #include "core/solver/problem.h"
 #include "core/stage/int_domains.h"
@@ -26,6 +27,17 @@ struct InvalidStage : std::runtime_error {
   std::string op;
 };
 
+// The stage holds more scalar elements, or grows more expression nodes, than the limits allow: checking it
+// would exhaust memory long before any engine could decide it. The message starts "stage too large".
+struct StageTooLarge : UnsupportedStage {
+  using UnsupportedStage::UnsupportedStage;
+};
+
+struct LoweringLimits {
+  int64_t maxElements = limits::kMaxStageElements;    // scalar elements of the stage's tensors
+  int64_t maxExprNodes = limits::kMaxStageExprNodes;  // nodes of the stage's expression DAG
+};
+
 // Thrown when `cancel` was set while lowering (checked before every op: a huge stage can take minutes).
 struct LoweringCancelled : std::runtime_error {
   LoweringCancelled() : std::runtime_error("cancelled while lowering") {}
@@ -43,7 +55,9 @@ struct LoweringTimeout : std::runtime_error {
 solver::Problem lowerStage(
     const Plan& plan, const Stage& stage, const IntDomains& domains,
     const std::atomic<bool>* cancel = nullptr,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    const LoweringLimits& limits = {});
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
+                           const LoweringLimits& limits = {});
 
 }  // namespace paraproof::stage

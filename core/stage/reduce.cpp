@@ -8,6 +8,7 @@
 #include "core/stage/axis_graph.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -30,7 +31,11 @@ class Reducer {
 
   ReducedPlan run() {
     ReducedPlan out;
-    chooseFactors();
+    if (!chooseFactors()) {
+      out.plan = plan_;
+      out.notes.push_back("shape reduction skipped (reshape factors did not settle): checking at full size");
+      return out;
+    }
     out.plan = plan_;
     std::string why;
     if (!rebuild(out.plan, why)) {
@@ -67,18 +72,23 @@ class Reducer {
     return t;
   }
 
-  static int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
+  // O(sqrt(g)); memoised, since the same extents recur in every layer and on every device.
+  int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
     if (g <= 0) return 1;
+    auto [it, fresh] = divisorMemo_.try_emplace({g, limit}, 1);
+    if (!fresh) return it->second;
     int64_t best = 1;
-    for (int64_t i = 1; i * i <= g; ++i) {
+    for (int64_t i = 1; i <= g / i; ++i) {
       if (g % i) continue;
       if (i <= limit) best = std::max(best, i);
       if (g / i <= limit) best = std::max(best, g / i);
     }
-    return best;
+    return it->second = best;
   }
 
-  void chooseFactors() {
+  // False when the reshape constraints do not settle within a bounded number of passes (each pass lowers
+  // some factor, so real plans settle in a few; a hostile chain of reshapes must not stall the run).
+  bool chooseFactors() {
     const size_t n = ag_.size();
     std::vector<ClassInfo> cls(n);
     for (size_t a = 0; a < n; ++a) {
@@ -100,7 +110,10 @@ class Reducer {
       factor_[a] = largestDivisorAtMost(c.gcd, c.minExtent / 2);
     }
     // Reshapes: the product of factors must agree on both sides; lower factors until they do.
+    constexpr int kMaxPasses = 256;
+    int passes = 0;
     for (bool changed = true; changed;) {
+      if (++passes > kMaxPasses) return false;
       changed = false;
       for (const AxisGraph::Product& p : ag_.products()) {
         int64_t f = 1, t = 1;
@@ -124,6 +137,7 @@ class Reducer {
         }
       }
     }
+    return true;
   }
 
   int64_t factorOf(size_t a) { return a == kNoNode ? 1 : factor_[ag_.find(a)]; }
@@ -195,6 +209,7 @@ class Reducer {
   const Plan& plan_;
   AxisGraph ag_;
   std::vector<int64_t> factor_;
+  std::map<std::pair<int64_t, int64_t>, int64_t> divisorMemo_;
 };
 
 }  // namespace

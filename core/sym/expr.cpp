@@ -53,6 +53,8 @@ ExprId ExprPool::intern(Node n) {
   Key key{n.kind, n.sort, n.fn, n.var, bits, n.args};
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;
+  if (nodes_.size() >= nodeLimit_)
+    throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
   ExprId id = static_cast<ExprId>(nodes_.size());
   if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
   nodes_.push_back(std::move(n));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,9 +56,18 @@ struct VarInfo {
   int64_t lo = 0, hi = 0;  // Int vars range over [lo, hi)
 };
 
+// Thrown when a pool would grow past its node limit (ExprPool::setNodeLimit).
+struct PoolLimitExceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class ExprPool {
  public:
   ExprPool();
+
+  // Bounds the number of nodes (lowering a huge stage must fail cleanly, not exhaust memory); a node that
+  // would exceed it throws PoolLimitExceeded. Unlimited by default.
+  void setNodeLimit(size_t limit) { nodeLimit_ = limit; }
 
   const Node& node(ExprId e) const { return nodes_[e]; }
   Sort sort(ExprId e) const { return nodes_[e].sort; }
@@ -125,6 +135,7 @@ class ExprPool {
   std::unordered_map<Key, ExprId, KeyHash> index_;
   ExprId zero_ = 0, one_ = 0;
   std::function<void()> growthCheck_;
+  size_t nodeLimit_ = SIZE_MAX;
 };
 
 }  // namespace paraproof::sym

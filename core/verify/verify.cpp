@@ -346,7 +346,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
                                        ? t0 + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(opt.timeoutSeconds))
                                        : Clock::time_point::max();
-        pb = stage::lowerStage(work, stages[i], domains, &stop, stageDeadline);
+        pb = stage::lowerStage(work, stages[i], domains, &stop, stageDeadline,
+                               {opt.maxStageElements, opt.maxStageExprNodes});
       } catch (const stage::LoweringCancelled&) {
         break;
       } catch (const stage::LoweringTimeout& e) {
@@ -368,7 +369,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
         continue;
       } catch (const std::exception& e) {
         res.status = solver::Status::Inconclusive;
-        res.reason = std::string("cannot encode stage: ") + e.what();
+        const bool tooLarge = dynamic_cast<const stage::StageTooLarge*>(&e) != nullptr;
+        res.reason = tooLarge ? std::string(e.what()) : std::string("cannot encode stage: ") + e.what();
         res.engine = "none";
         res.seconds = since(t0);
         std::lock_guard lock(mu);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 
+#include "core/ir/limits.h"
 #include "core/plan/plan.h"
 #include "core/verify/report.h"
 
@@ -26,6 +27,9 @@ struct Options {
   EngineChoice engine = EngineChoice::Both;
   bool reduceShapes = true;
   bool dedupStages = true;
+  // A stage past these bounds is inconclusive ("stage too large") instead of exhausting memory.
+  int64_t maxStageElements = limits::kMaxStageElements;
+  int64_t maxStageExprNodes = limits::kMaxStageExprNodes;
 };
 
 // Callbacks arrive on worker threads; implementations must be thread-safe and quick.

@@ -1,0 +1,90 @@
+// libFuzzer target over everything a plan file reaches before the engines: JSON text -> load -> validate
+// -> write back -> reduce shapes -> cut stages -> lower every stage (reduced, and at full size under a
+// small budget) -> canonical hash. A documented rejection (PlanError, a validation diagnostic, an
+// unsupported or too large stage) is a fine outcome; anything else (another exception, a crash, a
+// sanitizer report, a leak, a hang, running out of memory) is a finding. See docs/hardening.md.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "core/plan/json_io.h"
+#include "core/plan/json_text.h"
+#include "core/plan/validate.h"
+#include "core/stage/canonical.h"
+#include "core/stage/lower.h"
+#include "core/stage/reduce.h"
+#include "core/stage/stage.h"
+
+using namespace paraproof;
+
+namespace {
+
+// Small budgets: a fuzz input must finish in milliseconds; the limits themselves are what is tested.
+constexpr stage::LoweringLimits kBudget{20000, 200000};
+
+[[noreturn]] void finding(const char* where, const std::exception& e) {
+  std::fprintf(stderr, "fuzz_plan: unexpected exception in %s: %s\n", where, e.what());
+  std::abort();
+}
+
+void lowerAll(const Plan& plan) {
+  std::vector<stage::Stage> stages;
+  try {
+    stages = stage::cutStages(plan);
+  } catch (const std::exception& e) {
+    finding("cutStages", e);
+  }
+  for (const stage::Stage& s : stages) {
+    try {
+      solver::Problem pb = stage::lowerStage(plan, s, nullptr, kBudget);
+      (void)stage::canonicalHash(pb);
+    } catch (const stage::UnsupportedStage&) {  // includes StageTooLarge
+    } catch (const std::exception& e) {
+      finding("lowerStage", e);
+    }
+  }
+}
+
+void run(const std::string& text) {
+  Plan plan;
+  try {
+    plan = planFromJson(planjson::parseJsonText(text, "fuzz.json"), "fuzz.json");
+  } catch (const PlanError&) {
+    return;
+  }
+  std::vector<Diagnostic> diags;
+  try {
+    diags = validatePlan(plan, "fuzz.json");
+  } catch (const std::exception& e) {
+    finding("validatePlan", e);
+  }
+  if (!diags.empty()) return;
+  try {
+    // What was loaded writes back and reloads to the same plan.
+    Json again = planToJson(planFromJson(planToJson(plan)));
+    if (again != planToJson(plan)) {
+      std::fprintf(stderr, "fuzz_plan: planToJson/planFromJson round trip differs\n");
+      std::abort();
+    }
+    (void)planjson::formatJson(again);
+  } catch (const std::exception& e) {
+    finding("planToJson round trip", e);
+  }
+  stage::ReducedPlan reduced;
+  try {
+    reduced = stage::reducePlan(plan);
+  } catch (const std::exception& e) {
+    finding("reducePlan", e);
+  }
+  lowerAll(reduced.plan);
+  if (reduced.reduced) lowerAll(plan);  // the --no-reduce path
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  run(std::string(reinterpret_cast<const char*>(data), size));
+  return 0;
+}
