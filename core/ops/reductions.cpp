@@ -52,19 +52,22 @@ OpDef reduction(std::string name, Kind kind) {
     }
     return Types{{out, in[0].dtype}};
   };
-  d.axes = [](const Types& in, const Types&, const Json& a) {
+  d.axes = [kind](const Types& in, const Types&, const Json& a) {
     AxisInfo info;
     std::vector<int> dims = reduceDims(a, in[0].shape.size());
     bool keep = boolAttr(a, "keepdim", false);
     int j = 0;
+    std::vector<AxisRef> averaged;
     for (int i = 0; i < static_cast<int>(in[0].shape.size()); ++i) {
       if (std::binary_search(dims.begin(), dims.end(), i)) {
         markReduced(info, 0, i, in[0].shape);
+        averaged.push_back({0, i});
         if (keep) ++j;
       } else {
         tie(info, 0, i, 1, j++);
       }
     }
+    if (kind == Kind::Mean && !averaged.empty()) info.counts.push_back(averaged);  // the divisor
     return info;
   };
   d.lower = [kind](ExprPool& p, const Tensors& in, const Json& a) {

@@ -1,17 +1,23 @@
 // Shape reduction by per-dimension scale factors. Every axis of every value (logical and device) is a node;
-// ops tie axes that index the same dimension, lineage ties a device axis to its logical axis. Each class of
-// tied axes gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split
-// points) must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of
-// factors to match on both sides. The reduced plan is re-inferred op by op; any disagreement falls back to
-// the full-size plan, so reduction can only make checking faster, never unsound.
+// ops tie axes that index the same dimension, lineage ties a device axis to its logical axis, a send ties its
+// input to the matching recv's output and a collective ties its members' operands. Each class of tied axes
+// gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split points)
+// must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of factors to
+// match on both sides. Extents that enter the arithmetic as numbers (counts) are kept apart from the plan's
+// numeric constants and from each other. The reduced plan is re-validated and re-inferred op by op; any
+// failure falls back to the full-size plan, so reduction can only make checking faster, never unsound.
 #include "core/stage/reduce.h"
 #include "core/stage/union_find.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/ops/registry.h"
+#include "core/plan/validate.h"
 
 namespace paraproof::stage {
 
@@ -53,10 +59,12 @@ class Reducer {
     for (size_t g = 0; g < graphs_.size(); ++g)
       collectOps(g);
     collectLineage();
+    collectCommunication();
+    collectConstants();
     chooseFactors();
     out.plan = plan_;
     std::string why;
-    if (!rebuild(out.plan, why)) {
+    if (!rebuild(out.plan, why) || !revalidate(out.plan, why)) {
       out.plan = plan_;
       out.notes.push_back("shape reduction skipped (" + why + "): checking at full size");
       return out;
@@ -125,6 +133,12 @@ class Reducer {
         pinnedAxes_[ax(r)] = true;
       for (const auto& [r, value] : info.boundaries)
         boundaries_.push_back({ax(r), value});
+      for (const auto& c : info.counts) {
+        std::vector<size_t> group;
+        for (auto r : c)
+          group.push_back(ax(r));
+        counts_.push_back(std::move(group));
+      }
       for (const auto& p : info.products) {
         Product prod;
         for (auto r : p.from)
@@ -160,6 +174,124 @@ class Reducer {
     }
   }
 
+  // Ties every axis of value a (graph ga) to the same axis of value b (graph gb); pins both when their ranks
+  // differ (the validator rejects such a pairing anyway).
+  void tieValues(size_t ga, ValueId a, size_t gb, ValueId b) {
+    const Shape& sa = graphs_[ga]->values[a].type.shape;
+    const Shape& sb = graphs_[gb]->values[b].type.shape;
+    if (sa.size() != sb.size()) {
+      pinValue(ga, a);
+      pinValue(gb, b);
+      return;
+    }
+    for (size_t i = 0; i < sa.size(); ++i)
+      uf_->unite(axis(ga, a, static_cast<int>(i)), axis(gb, b, static_cast<int>(i)));
+  }
+
+  static std::string instanceOf(const Op& op) {
+    auto it = op.attrs.find("instance");
+    return it == op.attrs.end() ? "" : it->dump();
+  }
+
+  // Data that crosses devices is one dimension on both sides: a send's input and its recv's output (paired
+  // by sender, receiver and instance), and the operands in one slot of a collective's members (by
+  // instance). Unpaired or ill-formed calls pin what they touch.
+  void collectCommunication() {
+    using Key = std::tuple<int, int, std::string>;
+    std::map<Key, std::pair<size_t, ValueId>> sends, recvs;
+    std::map<std::string, std::vector<std::pair<size_t, const Op*>>> collectives;
+    for (size_t g = 1; g < graphs_.size(); ++g) {
+      const int rank = plan_.devices[g - 1].rank;
+      for (const Op& op : graphs_[g]->ops) {
+        auto peer = op.attrs.find("peer");
+        const int p = peer != op.attrs.end() && peer->is_number_integer() ? peer->get<int>() : -1;
+        if (op.kind == "send" && op.inputs.size() == 1) {
+          sends[{rank, p, instanceOf(op)}] = {g, op.inputs[0]};
+        } else if (op.kind == "recv" && op.outputs.size() == 1) {
+          recvs[{p, rank, instanceOf(op)}] = {g, op.outputs[0]};
+        } else if (isCollective(op)) {
+          collectives[instanceOf(op)].push_back({g, &op});
+        }
+      }
+    }
+    for (const auto& [k, s] : sends) {
+      auto r = recvs.find(k);
+      if (r == recvs.end()) {
+        pinValue(s.first, s.second);
+        continue;
+      }
+      tieValues(s.first, s.second, r->second.first, r->second.second);
+    }
+    for (const auto& [k, r] : recvs)
+      if (!sends.count(k)) pinValue(r.first, r.second);
+    for (const auto& [inst, members] : collectives) {
+      const auto& [g0, op0] = members.front();
+      for (const auto& [g, op] : members) {
+        if (op->inputs.size() != op0->inputs.size() || op->outputs.size() != op0->outputs.size()) {
+          for (const auto& [gm, om] : members) {
+            for (ValueId v : om->inputs)
+              pinValue(gm, v);
+            for (ValueId v : om->outputs)
+              pinValue(gm, v);
+          }
+          break;
+        }
+        for (size_t i = 0; i < op->inputs.size(); ++i)
+          tieValues(g0, op0->inputs[i], g, op->inputs[i]);
+        for (size_t i = 0; i < op->outputs.size(); ++i)
+          tieValues(g0, op0->outputs[i], g, op->outputs[i]);
+      }
+    }
+  }
+
+  // Attributes that index or name structure (rescaled with their dimension, or not numbers at all); every
+  // other number in an attribute is a constant of the arithmetic.
+  static bool structural(const std::string& key) {
+    static const std::set<std::string> keys{
+        "dim",        "dims",     "start",      "end",    "sizes",  "shape",          "n",
+        "k",          "perm",     "peer",       "src",    "group",  "instance",       "split_dim",
+        "concat_dim", "dtype",    "keepdim",    "causal", "reduce", "num_embeddings", "num_classes",
+        "reduction",  "equation", "approximate"};
+    return keys.count(key) > 0;
+  }
+
+  static void numbersIn(const Json& j, std::vector<double>& out) {
+    if (j.is_number()) {
+      out.push_back(j.get<double>());
+    } else if (j.is_array()) {
+      for (const Json& e : j)
+        numbersIn(e, out);
+    }
+  }
+
+  // The count-like integers >= 2 the plan's constants could stand for: c, 1/c, c^2, 1/c^2, sqrt(c),
+  // 1/sqrt(c) when integral (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted
+  // attention scale), and the group sizes of avg collectives (a divisor the collective applies).
+  void collectConstants() {
+    std::vector<double> cs;
+    for (const Graph* g : graphs_)
+      for (const Op& op : g->ops) {
+        if (!op.attrs.is_object()) continue;
+        for (const auto& [key, v] : op.attrs.items())
+          if (!structural(key)) numbersIn(v, cs);
+        auto red = op.attrs.find("reduce");
+        auto grp = op.attrs.find("group");
+        if (red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() && grp->is_array())
+          cs.push_back(static_cast<double>(grp->size()));
+      }
+    auto add = [this](double x) {
+      if (!std::isfinite(x) || x < 1.5 || x > 1e12) return;
+      double r = std::round(x);
+      if (std::abs(x - r) <= 1e-9 * r) constants_.insert(static_cast<int64_t>(r));
+    };
+    for (double c : cs) {
+      c = std::abs(c);
+      if (c == 0 || !std::isfinite(c)) continue;
+      for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
+        add(x);
+    }
+  }
+
   static int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
     if (g <= 0) return 1;
     int64_t best = 1;
@@ -184,14 +316,24 @@ class Reducer {
       ClassInfo& c = cls[uf_->find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
     }
-    factor_.assign(n, 1);
+    // limit[root]: the largest factor the class may take; lowered when a count would collide.
+    std::vector<int64_t> limit(n, 1);
     for (size_t a = 0; a < n; ++a) {
       if (uf_->find(a) != a) continue;
       const ClassInfo& c = cls[a];
-      if (c.pinned || c.minExtent < 4) continue;  // extents below 4 cannot shrink while staying >= 2
-      factor_[a] = largestDivisorAtMost(c.gcd, c.minExtent / 2);
+      if (!c.pinned && c.minExtent >= 4) limit[a] = c.minExtent / 2;  // below 4 cannot stay >= 2
     }
-    // Reshapes: the product of factors must agree on both sides; lower factors until they do.
+    countClasses();
+    do {
+      factor_.assign(n, 1);
+      for (size_t a = 0; a < n; ++a)
+        if (uf_->find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
+      balanceProducts();
+    } while (separateCounts(limit));
+  }
+
+  // Reshapes: the product of factors must agree on both sides; lower factors until they do.
+  void balanceProducts() {
     for (bool changed = true; changed;) {
       changed = false;
       for (const Product& p : products_) {
@@ -216,6 +358,84 @@ class Reducer {
         }
       }
     }
+  }
+
+  // The counts: each declared group (its product is one number), and every axis of every class a group
+  // touches (a mean over a sharded axis on a device stands for the logical extent times the shard count).
+  void countClasses() {
+    std::set<size_t> roots;
+    for (const auto& group : counts_)
+      for (size_t a : group)
+        roots.insert(uf_->find(a));
+    if (roots.empty()) return;
+    std::map<size_t, std::set<int64_t>> extents;  // root -> distinct extents of its axes
+    for (size_t a = 0; a < extent_.size(); ++a) {
+      size_t r = uf_->find(a);
+      if (roots.count(r) && extent_[a] >= 2) extents[r].insert(extent_[a]);
+    }
+    for (const auto& [r, es] : extents)
+      for (int64_t e : es)
+        countItems_.push_back({{r}, {e}});
+    for (const auto& group : counts_) {
+      CountItem item;
+      for (size_t a : group) {
+        item.roots.push_back(uf_->find(a));
+        item.extents.push_back(extent_[a]);
+      }
+      countItems_.push_back(std::move(item));
+    }
+  }
+
+  // A correct plan may hard-code a count (sum / 16 for a mean over 16) and a wrong one may hard-code a count
+  // that only the reduced extent matches (mean * 2 over a vocabulary of 16 reduced to 2). So: a count that
+  // equals a constant-derived number keeps its full value; a reduced count never equals one it did not
+  // equal at full size; two counts are equal after reduction exactly when they were before. Lowers the
+  // limit of the classes behind each violation; returns whether any limit changed.
+  bool separateCounts(std::vector<int64_t>& limit) {
+    struct Value {
+      int64_t full = 1, reduced = 1;
+    };
+    std::vector<Value> values(countItems_.size());
+    for (size_t i = 0; i < countItems_.size(); ++i)
+      for (size_t k = 0; k < countItems_[i].roots.size(); ++k) {
+        int64_t e = countItems_[i].extents[k];
+        values[i].full *= e;
+        values[i].reduced *= e / factor_[countItems_[i].roots[k]];
+      }
+    std::set<size_t> pin, lower;
+    std::map<int64_t, std::vector<size_t>> byFull, byReduced;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const Value& v = values[i];
+      if (v.full == v.reduced) continue;
+      if (constants_.count(v.full)) pin.insert(i);
+      if (constants_.count(v.reduced)) lower.insert(i);
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      byFull[values[i].full].push_back(i);
+      byReduced[values[i].reduced].push_back(i);
+    }
+    for (const auto& [full, items] : byFull)
+      for (size_t i : items)
+        if (values[i].reduced != values[items.front()].reduced) lower.insert(items.begin(), items.end());
+    for (const auto& [red, items] : byReduced)
+      for (size_t i : items)
+        if (values[i].full != values[items.front()].full) lower.insert(items.begin(), items.end());
+    bool changed = false;
+    auto cap = [&](size_t i, bool toOne) {
+      for (size_t r : countItems_[i].roots) {
+        int64_t f = factor_[r];
+        int64_t nl = toOne ? 1 : f - 1;
+        if (f > 1 && limit[r] > nl) {
+          limit[r] = nl;
+          changed = true;
+        }
+      }
+    };
+    for (size_t i : pin)
+      cap(i, true);
+    for (size_t i : lower)
+      cap(i, false);
+    return changed;
   }
 
   int64_t factorOf(size_t a) { return factor_[uf_->find(a)]; }
@@ -283,8 +503,27 @@ class Reducer {
     return true;
   }
 
+  // The reduced plan must be a valid plan in its own right: shapes of send and recv, collective members,
+  // lineage boxes in bounds, coverage. (A tie that an op or a pairing failed to declare shows up here.)
+  bool revalidate(const Plan& reduced, std::string& why) {
+    std::vector<Diagnostic> errs;
+    try {
+      errs = validatePlan(reduced);
+    } catch (const std::exception& e) {
+      why = std::string("reduced plan: validation failed: ") + e.what();
+      return false;
+    }
+    if (errs.empty()) return true;
+    why = "reduced plan invalid: " + errs.front().where + ": " + errs.front().message;
+    return false;
+  }
+
   struct Product {
     std::vector<size_t> from, to;
+  };
+  struct CountItem {
+    std::vector<size_t> roots;     // class of each axis
+    std::vector<int64_t> extents;  // full extent of each axis
   };
 
   const Plan& plan_;
@@ -295,6 +534,9 @@ class Reducer {
   std::vector<bool> pinnedAxes_;
   std::vector<std::pair<size_t, int64_t>> boundaries_;
   std::vector<Product> products_;
+  std::vector<std::vector<size_t>> counts_;  // declared count groups (axis nodes)
+  std::vector<CountItem> countItems_;
+  std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::vector<int64_t> factor_;
 };
 
