@@ -52,6 +52,8 @@ struct AxisInfo {
   // extent (constant and broadcast_to outputs, iota). Shape reduction keeps these numbers apart from
   // the plan's numeric constants and from each other (docs/soundness.md).
   std::vector<std::vector<AxisRef>> counts;
+  // Axes whose values are positions along them (iota): kept apart from the constants, not from counts.
+  std::vector<AxisRef> positions;
 };
 
 using AxisFactor = std::function<int64_t(AxisRef)>;  // scale factor chosen for an axis

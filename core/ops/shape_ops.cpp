@@ -59,7 +59,7 @@ OpDef iotaOp() {
   d.axes = [](const Types&, const Types&, const Json& a) {
     AxisInfo info;
     if (int64_t start = intAttr(a, "start", 0)) info.boundaries.push_back({{0, 0}, start});
-    info.counts.push_back({{0, 0}});  // the values are positions: numbers up to the extent
+    info.positions.push_back({0, 0});  // the values are numbers up to the extent
     return info;
   };
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor& f) {

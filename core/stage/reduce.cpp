@@ -139,6 +139,8 @@ class Reducer {
           group.push_back(ax(r));
         counts_.push_back(std::move(group));
       }
+      for (auto r : info.positions)
+        positions_.push_back(ax(r));
       for (const auto& p : info.products) {
         Product prod;
         for (auto r : p.from)
@@ -363,10 +365,12 @@ class Reducer {
   // The counts: each declared group (its product is one number), and every axis of every class a group
   // touches (a mean over a sharded axis on a device stands for the logical extent times the shard count).
   void countClasses() {
-    std::set<size_t> roots;
+    std::map<size_t, bool> roots;  // root -> holds positions only
+    for (size_t a : positions_)
+      roots.emplace(uf_->find(a), true);
     for (const auto& group : counts_)
       for (size_t a : group)
-        roots.insert(uf_->find(a));
+        roots[uf_->find(a)] = false;
     if (roots.empty()) return;
     std::map<size_t, std::set<int64_t>> extents;  // root -> distinct extents of its axes
     for (size_t a = 0; a < extent_.size(); ++a) {
@@ -375,7 +379,7 @@ class Reducer {
     }
     for (const auto& [r, es] : extents)
       for (int64_t e : es)
-        countItems_.push_back({{r}, {e}});
+        countItems_.push_back({{r}, {e}, roots[r]});
     for (const auto& group : counts_) {
       CountItem item;
       for (size_t a : group) {
@@ -411,15 +415,34 @@ class Reducer {
       if (constants_.count(v.reduced)) lower.insert(i);
     }
     for (size_t i = 0; i < values.size(); ++i) {
+      if (countItems_[i].position) continue;  // a position is no multiplicity
       byFull[values[i].full].push_back(i);
       byReduced[values[i].reduced].push_back(i);
     }
-    for (const auto& [full, items] : byFull)
+    // Equal counts reduced apart: lower those reduced furthest (towards the largest reduced value among
+    // them). Different counts reduced together: lower all but the largest (lowering a small count is cheap,
+    // lowering a model width is not).
+    for (const auto& [full, items] : byFull) {
+      int64_t top = 0;
       for (size_t i : items)
-        if (values[i].reduced != values[items.front()].reduced) lower.insert(items.begin(), items.end());
-    for (const auto& [red, items] : byReduced)
+        top = std::max(top, values[i].reduced);
       for (size_t i : items)
-        if (values[i].full != values[items.front()].full) lower.insert(items.begin(), items.end());
+        if (values[i].reduced != top) lower.insert(i);
+    }
+    for (const auto& [red, items] : byReduced) {
+      int64_t top = 0;
+      for (size_t i : items)
+        top = std::max(top, values[i].full);
+      for (size_t i : items)
+        if (values[i].full != top) lower.insert(i);
+    }
+    if (getenv("PP_DEBUG")) {
+      for (size_t i : pin)
+        fprintf(stderr, "pin %ld->%ld\n", (long)values[i].full, (long)values[i].reduced);
+      for (size_t i : lower)
+        fprintf(stderr, "lower %ld->%ld roots %zu\n", (long)values[i].full, (long)values[i].reduced,
+                countItems_[i].roots.size());
+    }
     bool changed = false;
     auto cap = [&](size_t i, bool toOne) {
       for (size_t r : countItems_[i].roots) {
@@ -524,6 +547,7 @@ class Reducer {
   struct CountItem {
     std::vector<size_t> roots;     // class of each axis
     std::vector<int64_t> extents;  // full extent of each axis
+    bool position = false;         // an axis of positions (iota): compared with constants only
   };
 
   const Plan& plan_;
@@ -535,6 +559,7 @@ class Reducer {
   std::vector<std::pair<size_t, int64_t>> boundaries_;
   std::vector<Product> products_;
   std::vector<std::vector<size_t>> counts_;  // declared count groups (axis nodes)
+  std::vector<size_t> positions_;            // axes holding positions
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::vector<int64_t> factor_;
