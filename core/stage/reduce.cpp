@@ -436,13 +436,6 @@ class Reducer {
       for (size_t i : items)
         if (values[i].full != top) lower.insert(i);
     }
-    if (getenv("PP_DEBUG")) {
-      for (size_t i : pin)
-        fprintf(stderr, "pin %ld->%ld\n", (long)values[i].full, (long)values[i].reduced);
-      for (size_t i : lower)
-        fprintf(stderr, "lower %ld->%ld roots %zu\n", (long)values[i].full, (long)values[i].reduced,
-                countItems_[i].roots.size());
-    }
     bool changed = false;
     auto cap = [&](size_t i, bool toOne) {
       for (size_t r : countItems_[i].roots) {
