@@ -267,8 +267,9 @@ class Reducer {
   }
 
   // The count-like integers >= 2 the plan's constants could stand for: c, 1/c, c^2, 1/c^2, sqrt(c),
-  // 1/sqrt(c) when integral (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted
-  // attention scale), and the group sizes of avg collectives (a divisor the collective applies).
+  // 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention scale)
+  // and c*d, c/d for two constants, when integral; constants include the group sizes of avg collectives
+  // (a divisor the collective applies).
   void collectConstants() {
     std::vector<double> cs;
     for (const Graph* g : graphs_)
@@ -286,11 +287,14 @@ class Reducer {
       double r = std::round(x);
       if (std::abs(x - r) <= 1e-9 * r) constants_.insert(static_cast<int64_t>(r));
     };
-    for (double c : cs) {
-      c = std::abs(c);
-      if (c == 0 || !std::isfinite(c)) continue;
+    std::set<double> distinct;
+    for (double c : cs)
+      if (c != 0 && std::isfinite(c)) distinct.insert(std::abs(c));
+    for (double c : distinct) {
       for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
         add(x);
+      for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
+        add(c * d), add(c / d);
     }
   }
 
