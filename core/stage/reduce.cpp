@@ -369,21 +369,33 @@ class Reducer {
   // The counts: each declared group (its product is one number), and every axis of every class a group
   // touches (a mean over a sharded axis on a device stands for the logical extent times the shard count).
   void countClasses() {
-    std::map<size_t, bool> roots;  // root -> holds positions only
+    std::map<size_t, std::pair<std::set<int64_t>, bool>> declared;  // root -> count extents, positions only
     for (size_t a : positions_)
-      roots.emplace(uf_->find(a), true);
+      declared.emplace(uf_->find(a), std::pair{std::set<int64_t>{}, true})
+          .first->second.first.insert(extent_[a]);
     for (const auto& group : counts_)
-      for (size_t a : group)
-        roots[uf_->find(a)] = false;
-    if (roots.empty()) return;
-    std::map<size_t, std::set<int64_t>> extents;  // root -> distinct extents of its axes
+      for (size_t a : group) {
+        auto& d = declared[uf_->find(a)];
+        d.first.insert(extent_[a]);
+        d.second = false;
+      }
+    if (declared.empty()) return;
+    // A count over a shard stands for its multiples in the class (the logical extent, other shardings),
+    // not for every extent the class holds (concat and slice tie unrelated widths).
+    std::map<size_t, std::set<int64_t>> extents;
     for (size_t a = 0; a < extent_.size(); ++a) {
-      size_t r = uf_->find(a);
-      if (roots.count(r) && extent_[a] >= 2) extents[r].insert(extent_[a]);
+      if (extent_[a] < 2) continue;
+      auto d = declared.find(uf_->find(a));
+      if (d == declared.end()) continue;
+      for (int64_t e : d->second.first)
+        if (e >= 1 && extent_[a] % e == 0) {
+          extents[d->first].insert(extent_[a]);
+          break;
+        }
     }
     for (const auto& [r, es] : extents)
       for (int64_t e : es)
-        countItems_.push_back({{r}, {e}, roots[r]});
+        countItems_.push_back({{r}, {e}, declared[r].second});
     for (const auto& group : counts_) {
       CountItem item;
       for (size_t a : group) {
