@@ -1,13 +1,13 @@
-// Shape reduction by per-dimension scale factors. Every axis of every value (logical and device) is a node;
-// ops tie axes that index the same dimension, lineage ties a device axis to its logical axis, a send ties its
-// input to the matching recv's output and a collective ties its members' operands. Each class of tied axes
-// gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split points)
-// must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of factors to
-// match on both sides. Extents that enter the arithmetic as numbers (counts) are kept apart from the plan's
-// numeric constants and from each other. The reduced plan is re-validated and re-inferred op by op; any
-// failure falls back to the full-size plan, so reduction can only make checking faster, never unsound.
+// Shape reduction by per-dimension scale factors over the plan's axis classes (axis_graph.h: every axis of
+// every value, and the values of every integer tensor, which scale with the axis they index). Each class
+// gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split points,
+// id offsets) must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of
+// factors to match on both sides. Extents that enter the arithmetic as numbers (counts) are kept apart from
+// the plan's numeric constants and from each other. The reduced plan is re-validated and re-inferred op by
+// op; any failure falls back to the full-size plan, so reduction can only make checking faster, never
+// unsound.
 #include "core/stage/reduce.h"
-#include "core/stage/union_find.h"
+#include "core/stage/axis_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,34 +32,10 @@ struct ClassInfo {
 // Graph 0 is the logical graph, graph d+1 is device d.
 class Reducer {
  public:
-  explicit Reducer(const Plan& plan) : plan_(plan) {
-    graphs_.push_back(&plan.logical);
-    for (const Device& d : plan.devices)
-      graphs_.push_back(&d.graph);
-    size_t n = 0;
-    for (const Graph* g : graphs_) {
-      std::vector<size_t> offs;
-      for (const Value& v : g->values) {
-        offs.push_back(n);
-        n += v.type.shape.size();
-      }
-      axisBase_.push_back(std::move(offs));
-    }
-    uf_ = std::make_unique<UnionFind>(n);
-    extent_.resize(n);
-    for (size_t g = 0; g < graphs_.size(); ++g)
-      for (size_t v = 0; v < graphs_[g]->values.size(); ++v)
-        for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a)
-          extent_[axisBase_[g][v] + a] = graphs_[g]->values[v].type.shape[a];
-    pinnedAxes_.assign(n, false);
-  }
+  explicit Reducer(const Plan& plan) : plan_(plan), ag_(plan) {}
 
   ReducedPlan run() {
     ReducedPlan out;
-    for (size_t g = 0; g < graphs_.size(); ++g)
-      collectOps(g);
-    collectLineage();
-    collectCommunication();
     collectConstants();
     chooseFactors();
     out.plan = plan_;
@@ -69,7 +45,7 @@ class Reducer {
       out.notes.push_back("shape reduction skipped (" + why + "): checking at full size");
       return out;
     }
-    for (const Graph* g : graphs_)
+    for (const Graph* g : ag_.graphs())
       for (const Value& v : g->values)
         out.elementsBefore += numElements(v.type.shape);
     out.elementsAfter = 0;
@@ -86,8 +62,6 @@ class Reducer {
   }
 
  private:
-  size_t axis(size_t g, ValueId v, int a) const { return axisBase_[g][v] + a; }
-
   ValueId portValue(const Op& op, int port) const {
     int nIn = static_cast<int>(op.inputs.size());
     return port < nIn ? op.inputs.at(port) : op.outputs.at(port - nIn);
@@ -98,152 +72,6 @@ class Reducer {
     for (ValueId v : vs)
       t.push_back(g.values[v].type);
     return t;
-  }
-
-  void pinValue(size_t g, ValueId v) {
-    for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a)
-      pinnedAxes_[axis(g, v, a)] = true;
-  }
-
-  void collectOps(size_t g) {
-    const Graph& graph = *graphs_[g];
-    for (const Op& op : graph.ops) {
-      const ops::OpDef* def = ops::findOp(op.kind);
-      ops::AxisInfo info;
-      bool ok = def && def->axes;
-      if (ok) {
-        try {
-          info = def->axes(types(graph, op.inputs), types(graph, op.outputs), op.attrs);
-        } catch (const std::exception&) {
-          ok = false;
-        }
-      }
-      if (!ok) {
-        for (ValueId v : op.inputs)
-          pinValue(g, v);
-        for (ValueId v : op.outputs)
-          pinValue(g, v);
-        continue;
-      }
-      auto ax = [&](ops::AxisRef r) { return axis(g, portValue(op, r.port), r.axis); };
-      for (const auto& [a, b] : info.ties)
-        uf_->unite(ax(a), ax(b));
-      // Axes that data indexes along (gather sources, top-k candidates) keep their full size.
-      for (auto r : info.fixed)
-        pinnedAxes_[ax(r)] = true;
-      for (const auto& [r, value] : info.boundaries)
-        boundaries_.push_back({ax(r), value});
-      for (const auto& c : info.counts) {
-        std::vector<size_t> group;
-        for (auto r : c)
-          group.push_back(ax(r));
-        counts_.push_back(std::move(group));
-      }
-      for (auto r : info.positions)
-        positions_.push_back(ax(r));
-      for (const auto& p : info.products) {
-        Product prod;
-        for (auto r : p.from)
-          prod.from.push_back(ax(r));
-        for (auto r : p.to)
-          prod.to.push_back(ax(r));
-        products_.push_back(std::move(prod));
-      }
-    }
-  }
-
-  void collectLineage() {
-    for (size_t d = 0; d < plan_.devices.size(); ++d) {
-      const Device& dev = plan_.devices[d];
-      for (const auto& [v, lin] : dev.lineage) {
-        ValueId lv = plan_.logical.findValue(lin.tensor);
-        if (lv == kNone) continue;
-        const Shape& ls = plan_.logical.values[lv].type.shape;
-        const Shape& ds = dev.graph.values[v].type.shape;
-        if (ls.size() != ds.size()) {
-          pinValue(d + 1, v);
-          pinValue(0, lv);
-          continue;
-        }
-        for (size_t a = 0; a < ls.size(); ++a) {
-          uf_->unite(axis(d + 1, v, a), axis(0, lv, a));
-          if (a < lin.box.ranges.size()) {
-            boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].first});
-            boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].second});
-          }
-        }
-      }
-    }
-  }
-
-  // Ties every axis of value a (graph ga) to the same axis of value b (graph gb); pins both when their ranks
-  // differ (the validator rejects such a pairing anyway).
-  void tieValues(size_t ga, ValueId a, size_t gb, ValueId b) {
-    const Shape& sa = graphs_[ga]->values[a].type.shape;
-    const Shape& sb = graphs_[gb]->values[b].type.shape;
-    if (sa.size() != sb.size()) {
-      pinValue(ga, a);
-      pinValue(gb, b);
-      return;
-    }
-    for (size_t i = 0; i < sa.size(); ++i)
-      uf_->unite(axis(ga, a, static_cast<int>(i)), axis(gb, b, static_cast<int>(i)));
-  }
-
-  static std::string instanceOf(const Op& op) {
-    auto it = op.attrs.find("instance");
-    return it == op.attrs.end() ? "" : it->dump();
-  }
-
-  // Data that crosses devices is one dimension on both sides: a send's input and its recv's output (paired
-  // by sender, receiver and instance), and the operands in one slot of a collective's members (by
-  // instance). Unpaired or ill-formed calls pin what they touch.
-  void collectCommunication() {
-    using Key = std::tuple<int, int, std::string>;
-    std::map<Key, std::pair<size_t, ValueId>> sends, recvs;
-    std::map<std::string, std::vector<std::pair<size_t, const Op*>>> collectives;
-    for (size_t g = 1; g < graphs_.size(); ++g) {
-      const int rank = plan_.devices[g - 1].rank;
-      for (const Op& op : graphs_[g]->ops) {
-        auto peer = op.attrs.find("peer");
-        const int p = peer != op.attrs.end() && peer->is_number_integer() ? peer->get<int>() : -1;
-        if (op.kind == "send" && op.inputs.size() == 1) {
-          sends[{rank, p, instanceOf(op)}] = {g, op.inputs[0]};
-        } else if (op.kind == "recv" && op.outputs.size() == 1) {
-          recvs[{p, rank, instanceOf(op)}] = {g, op.outputs[0]};
-        } else if (isCollective(op)) {
-          collectives[instanceOf(op)].push_back({g, &op});
-        }
-      }
-    }
-    for (const auto& [k, s] : sends) {
-      auto r = recvs.find(k);
-      if (r == recvs.end()) {
-        pinValue(s.first, s.second);
-        continue;
-      }
-      tieValues(s.first, s.second, r->second.first, r->second.second);
-    }
-    for (const auto& [k, r] : recvs)
-      if (!sends.count(k)) pinValue(r.first, r.second);
-    for (const auto& [inst, members] : collectives) {
-      const auto& [g0, op0] = members.front();
-      for (const auto& [g, op] : members) {
-        if (op->inputs.size() != op0->inputs.size() || op->outputs.size() != op0->outputs.size()) {
-          for (const auto& [gm, om] : members) {
-            for (ValueId v : om->inputs)
-              pinValue(gm, v);
-            for (ValueId v : om->outputs)
-              pinValue(gm, v);
-          }
-          break;
-        }
-        for (size_t i = 0; i < op->inputs.size(); ++i)
-          tieValues(g0, op0->inputs[i], g, op->inputs[i]);
-        for (size_t i = 0; i < op->outputs.size(); ++i)
-          tieValues(g0, op0->outputs[i], g, op->outputs[i]);
-      }
-    }
   }
 
   // Attributes that index or name structure (rescaled with their dimension, or not numbers at all); every
@@ -272,7 +100,7 @@ class Reducer {
   // (a divisor the collective applies).
   void collectConstants() {
     std::vector<double> cs;
-    for (const Graph* g : graphs_)
+    for (const Graph* g : ag_.graphs())
       for (const Op& op : g->ops) {
         if (!op.attrs.is_object()) continue;
         for (const auto& [key, v] : op.attrs.items())
@@ -310,22 +138,23 @@ class Reducer {
   }
 
   void chooseFactors() {
-    const size_t n = extent_.size();
+    const size_t n = ag_.size();
     std::vector<ClassInfo> cls(n);
     for (size_t a = 0; a < n; ++a) {
-      ClassInfo& c = cls[uf_->find(a)];
-      c.gcd = std::gcd(c.gcd, extent_[a]);
-      if (extent_[a] >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, extent_[a]) : extent_[a];
-      c.pinned |= pinnedAxes_[a];
+      ClassInfo& c = cls[ag_.find(a)];
+      const int64_t e = ag_.extent(a);  // 0 for the values of an integer tensor: no constraint
+      c.gcd = std::gcd(c.gcd, e);
+      if (e >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, e) : e;
+      c.pinned = c.pinned || ag_.pinned(a);
     }
-    for (const auto& [a, value] : boundaries_) {
-      ClassInfo& c = cls[uf_->find(a)];
+    for (const auto& [a, value] : ag_.boundaries()) {
+      ClassInfo& c = cls[ag_.find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
     }
     // limit[root]: the largest factor the class may take; lowered when a count would collide.
     std::vector<int64_t> limit(n, 1);
     for (size_t a = 0; a < n; ++a) {
-      if (uf_->find(a) != a) continue;
+      if (ag_.find(a) != a) continue;
       const ClassInfo& c = cls[a];
       if (!c.pinned && c.minExtent >= 4) limit[a] = c.minExtent / 2;  // below 4 cannot stay >= 2
     }
@@ -333,7 +162,7 @@ class Reducer {
     do {
       factor_.assign(n, 1);
       for (size_t a = 0; a < n; ++a)
-        if (uf_->find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
+        if (ag_.find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
       balanceProducts();
     } while (separateCounts(limit));
   }
@@ -342,18 +171,18 @@ class Reducer {
   void balanceProducts() {
     for (bool changed = true; changed;) {
       changed = false;
-      for (const Product& p : products_) {
+      for (const AxisGraph::Product& p : ag_.products()) {
         int64_t f = 1, t = 1;
         for (size_t a : p.from)
-          f *= factor_[uf_->find(a)];
+          f *= factor_[ag_.find(a)];
         for (size_t a : p.to)
-          t *= factor_[uf_->find(a)];
+          t *= factor_[ag_.find(a)];
         if (f == t) continue;
         int64_t g = std::gcd(f, t);
         for (const auto* side : {&p.from, &p.to}) {
           int64_t target = g;
           for (size_t a : *side) {
-            int64_t& fa = factor_[uf_->find(a)];
+            int64_t& fa = factor_[ag_.find(a)];
             int64_t nf = std::gcd(fa, target);
             target /= nf;
             if (nf != fa) {
@@ -370,37 +199,37 @@ class Reducer {
   // touches (a mean over a sharded axis on a device stands for the logical extent times the shard count).
   void countClasses() {
     std::map<size_t, std::pair<std::set<int64_t>, bool>> declared;  // root -> count extents, positions only
-    for (size_t a : positions_)
-      declared.emplace(uf_->find(a), std::pair{std::set<int64_t>{}, true})
-          .first->second.first.insert(extent_[a]);
-    for (const auto& group : counts_)
+    for (size_t a : ag_.positions())
+      declared.emplace(ag_.find(a), std::pair{std::set<int64_t>{}, true})
+          .first->second.first.insert(ag_.extent(a));
+    for (const auto& group : ag_.counts())
       for (size_t a : group) {
-        auto& d = declared[uf_->find(a)];
-        d.first.insert(extent_[a]);
+        auto& d = declared[ag_.find(a)];
+        d.first.insert(ag_.extent(a));
         d.second = false;
       }
     if (declared.empty()) return;
     // A count over a shard stands for its multiples in the class (the logical extent, other shardings),
     // not for every extent the class holds (concat and slice tie unrelated widths).
     std::map<size_t, std::set<int64_t>> extents;
-    for (size_t a = 0; a < extent_.size(); ++a) {
-      if (extent_[a] < 2) continue;
-      auto d = declared.find(uf_->find(a));
+    for (size_t a = 0; a < ag_.size(); ++a) {
+      if (ag_.extent(a) < 2) continue;
+      auto d = declared.find(ag_.find(a));
       if (d == declared.end()) continue;
       for (int64_t e : d->second.first)
-        if (e >= 1 && extent_[a] % e == 0) {
-          extents[d->first].insert(extent_[a]);
+        if (e >= 1 && ag_.extent(a) % e == 0) {
+          extents[d->first].insert(ag_.extent(a));
           break;
         }
     }
     for (const auto& [r, es] : extents)
       for (int64_t e : es)
         countItems_.push_back({{r}, {e}, declared[r].second});
-    for (const auto& group : counts_) {
+    for (const auto& group : ag_.counts()) {
       CountItem item;
       for (size_t a : group) {
-        item.roots.push_back(uf_->find(a));
-        item.extents.push_back(extent_[a]);
+        item.roots.push_back(ag_.find(a));
+        item.extents.push_back(ag_.extent(a));
       }
       countItems_.push_back(std::move(item));
     }
@@ -470,7 +299,10 @@ class Reducer {
     return changed;
   }
 
-  int64_t factorOf(size_t a) { return factor_[uf_->find(a)]; }
+  int64_t factorOf(size_t a) { return a == kNoNode ? 1 : factor_[ag_.find(a)]; }
+  int64_t factorOf(size_t g, ValueId v, int a) {
+    return factorOf(a == ops::kValues ? ag_.values(g, v) : ag_.axis(g, v, a));
+  }
 
   bool rebuild(Plan& out, std::string& why) {
     std::vector<Graph*> graphs{&out.logical};
@@ -480,7 +312,7 @@ class Reducer {
       Graph& graph = *graphs[g];
       for (size_t v = 0; v < graph.values.size(); ++v)
         for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a) {
-          int64_t f = factorOf(axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
+          int64_t f = factorOf(ag_.axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
           int64_t& e = graph.values[v].type.shape[a];
           if (e % f) {
             why = "extent not divisible";
@@ -496,9 +328,7 @@ class Reducer {
         if (!def) continue;
         std::vector<TensorType> in = types(graph, op.inputs), outT = types(graph, op.outputs);
         if (def->rescale) {
-          ops::AxisFactor factor = [&](ops::AxisRef r) {
-            return factorOf(axis(g, portValue(op, r.port), r.axis));
-          };
+          ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
           try {
             op.attrs = def->rescale(op.attrs, in, outT, factor);
           } catch (const std::exception& e) {
@@ -522,7 +352,7 @@ class Reducer {
         ValueId lv = out.logical.findValue(lin.tensor);
         if (lv == kNone) continue;
         for (size_t a = 0; a < lin.box.ranges.size(); ++a) {
-          int64_t f = factorOf(axis(0, lv, static_cast<int>(a)));
+          int64_t f = factorOf(ag_.axis(0, lv, static_cast<int>(a)));
           auto& [s, e] = lin.box.ranges[a];
           if (s % f || e % f) {
             why = "lineage box of '" + dev.graph.values[v].name + "' not divisible";
@@ -550,9 +380,6 @@ class Reducer {
     return false;
   }
 
-  struct Product {
-    std::vector<size_t> from, to;
-  };
   struct CountItem {
     std::vector<size_t> roots;     // class of each axis
     std::vector<int64_t> extents;  // full extent of each axis
@@ -560,15 +387,7 @@ class Reducer {
   };
 
   const Plan& plan_;
-  std::vector<const Graph*> graphs_;
-  std::vector<std::vector<size_t>> axisBase_;
-  std::unique_ptr<UnionFind> uf_;
-  std::vector<int64_t> extent_;
-  std::vector<bool> pinnedAxes_;
-  std::vector<std::pair<size_t, int64_t>> boundaries_;
-  std::vector<Product> products_;
-  std::vector<std::vector<size_t>> counts_;  // declared count groups (axis nodes)
-  std::vector<size_t> positions_;            // axes holding positions
+  AxisGraph ag_;
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::vector<int64_t> factor_;
