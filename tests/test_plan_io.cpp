@@ -50,7 +50,8 @@ bool sameGraph(const Graph& a, const Graph& b) {
 
 bool samePlan(const Plan& a, const Plan& b) {
   if (a.name != b.name || a.mesh.axes != b.mesh.axes || a.mesh.shape != b.mesh.shape ||
-      a.metadata != b.metadata || !sameGraph(a.logical, b.logical) || a.devices.size() != b.devices.size())
+      a.metadata != b.metadata || a.state != b.state || !sameGraph(a.logical, b.logical) ||
+      a.devices.size() != b.devices.size())
     return false;
   for (size_t i = 0; i < a.devices.size(); ++i) {
     const Device &x = a.devices[i], &y = b.devices[i];

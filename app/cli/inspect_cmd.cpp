@@ -4,6 +4,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "core/plan/json_io.h"
+#include "core/plan/state_contract.h"
 #include "core/plan/validate.h"
 #include "core/stage/stage.h"
 
@@ -33,7 +34,8 @@ int runInspect(const std::vector<std::string>& argv) {
     std::cout << (i ? " x " : "") << plan.mesh.axes[i] << "="
               << (i < plan.mesh.shape.size() ? plan.mesh.shape[i] : 0);
   std::cout << "\nlogical:  " << plan.logical.ops.size() << " ops, " << plan.logical.inputs.size()
-            << " inputs, " << plan.logical.outputs.size() << " outputs\n";
+            << " inputs, " << plan.logical.outputs.size() << " outputs, " << plan.state.size()
+            << " state pairs\n";
   size_t ops = 0, lineage = 0;
   std::map<std::string, size_t> comm;
   for (const Device& d : plan.devices) {
@@ -53,6 +55,17 @@ int runInspect(const std::vector<std::string>& argv) {
     for (const auto& d : diags)
       std::cerr << "error: " << d.str() << "\n";
     return 2;
+  }
+  if (plan.state.empty()) {
+    std::cout << "state:    none declared (inference-style: no state contract)\n";
+  } else {
+    const std::vector<StateViolation> v = checkStateContract(plan);
+    std::cout << "state:    "
+              << (v.empty() ? "every holder outputs its successor piece"
+                            : std::to_string(v.size()) + " violation(s) of the state contract")
+              << "\n";
+    for (const StateViolation& x : v)
+      std::cout << "  " << x.message << "\n";
   }
   auto stages = stage::cutStages(plan);
   size_t comms = 0;

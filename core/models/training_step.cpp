@@ -563,4 +563,15 @@ void TrainingStep::finish() {
   }
 }
 
+std::vector<StatePair> TrainingStep::state() const {
+  std::vector<StatePair> out;
+  std::set<std::string> seen;  // a tied copy shares its parameter's name
+  for (const ParamInfo& p : owned_) {
+    if (!seen.insert(p.name).second) continue;
+    for (const std::string& s : {p.name, p.name + ".m", p.name + ".v"})
+      out.push_back({s, s + ".out"});
+  }
+  return out;
+}
+
 }  // namespace paraproof::models

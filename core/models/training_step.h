@@ -62,6 +62,9 @@ class TrainingStep {
   void finishGradients(int block);
   // Loss reduction, clipping and AdamW over the owned parameters; declares the program outputs.
   void finish();
+  // The step's state (logical names): each owned parameter and its AdamW moments, with the outputs that
+  // succeed them. On the logical graph (every block owned) this is the plan's state declaration.
+  std::vector<StatePair> state() const;
 
   void put(const Val& v);  // into the current micro-batch's environment, keyed by logical name
   const Val& get(const std::string& logicalName) const;

@@ -112,6 +112,37 @@ int neighbour(Where& w, std::vector<const char*> axes = {"tp", "dp"}) {
 
 using Mutation = std::function<void(Where&)>;
 
+// The site rank skips the update of one piece of state (a parameter or an AdamW moment of the site layer):
+// it outputs the state input it holds, with its true lineage to the input, instead of the successor. Only
+// where another rank holds the same piece, so the successor stays covered and the plan valid.
+Mutation keepsOldState(std::string rest) {
+  return [rest](Where& w) {
+    const std::string state = w.layer(rest), successor = state + ".out";
+    Device& d = w.here();
+    for (ValueId in : d.graph.inputs) {
+      auto held = d.lineage.find(in);
+      if (held == d.lineage.end() || held->second.tensor != state) continue;
+      const bool replicated = std::any_of(w.plan.devices.begin(), w.plan.devices.end(), [&](const Device& o) {
+        return o.rank != d.rank && std::any_of(o.graph.inputs.begin(), o.graph.inputs.end(), [&](ValueId v) {
+                 auto l = o.lineage.find(v);
+                 return l != o.lineage.end() && l->second == held->second;
+               });
+      });
+      if (!replicated) break;
+      for (ValueId& out : d.graph.outputs) {
+        auto l = d.lineage.find(out);
+        if (l == d.lineage.end() || l->second.tensor != successor || l->second.box != held->second.box)
+          continue;
+        w.changed(d.rank, d.graph.ops[d.graph.values[out].producer].id);
+        out = in;
+        return;
+      }
+    }
+    throw std::invalid_argument("rank " + std::to_string(w.site.rank) + " holds no replicated piece of " +
+                                state + " whose successor it outputs");
+  };
+}
+
 struct Needs {
   int dp = 1, tp = 1, pp = 1, mb = 1, cp = 1, ep = 1;
   bool moe = false;  // the site layer is a MoE layer (default: the first one)
@@ -728,6 +759,20 @@ std::vector<Item> buildCatalog() {
         }
       },
       "dsv3-16b", "dp=4,ep=2,zero=1");
+  // State: every holder of a piece of state must output its successor (the state contract).
+  add("rw21-replica-skips-update", "dropped state update",
+      "One data-parallel replica skips the AdamW update of the layer's second MLP weight and keeps its old "
+      "weight as the step's result; the other replica outputs the updated weight, so every logical output "
+      "is still produced, but after the step the replicas diverge.",
+      "data-parallel training with per-replica optimizer steps (a rank skipping the step after a local "
+      "overflow check or an early exit)",
+      {.dp = 2, .llama = true}, keepsOldState("mlp.w2.weight"), "llama3-8b", kLlamaPlan);
+  add("rw22-zero-shard-keeps-old-moment", "dropped state update",
+      "Under ZeRO with tensor parallelism a norm weight is replicated over tp, so two tp ranks own the same "
+      "shard of its AdamW moments; one of them outputs its old first-moment shard instead of the updated "
+      "one.",
+      zero, {.dp = 2, .tp = 2, .zero = 1, .llama = true}, keepsOldState("ffn_norm.weight.m"), "llama3-8b",
+      "dp=2,tp=2,zero=1");
   return c;
 }
 

@@ -168,8 +168,10 @@ std::pair<int, int> stageBlocks(int stage, int stages, int layers) {
   return {first, last};
 }
 
-void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardContext& ctx,
-                  const std::string& schedule, Graph& g, std::map<ValueId, Lineage>* lineage) {
+// Returns the program's state pairs (on the logical graph: the plan's state declaration).
+std::vector<StatePair> buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardContext& ctx,
+                                    const std::string& schedule, Graph& g,
+                                    std::map<ValueId, Lineage>* lineage) {
   Emitter em(g, lineage);
   TrainingStep step(cfg, shape, ctx, em);
   const Degrees& d = ctx.deg();
@@ -211,6 +213,7 @@ void buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardCon
     }
   }
   step.finish();
+  return step.state();
 }
 
 Mesh meshOf(const Degrees& d) {
@@ -266,7 +269,7 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   std::replace(plan.name.begin(), plan.name.end(), '=', '_');
   plan.mesh = meshOf(d);
   plan.logical.name = model.name;
-  buildProgram(model, shape, ShardContext(), spec.schedule, plan.logical, nullptr);
+  plan.state = buildProgram(model, shape, ShardContext(), spec.schedule, plan.logical, nullptr);
   for (int r = 0; r < d.devices(); ++r) {
     Device dev;
     dev.rank = r;

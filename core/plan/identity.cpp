@@ -18,6 +18,7 @@ Plan identityPlan(const Plan& plan) {
   identity.name = plan.name + ".identity";
   identity.metadata = Json{{"identity_of", plan.name}};
   identity.logical = plan.logical;
+  identity.state = plan.state;
   identity.mesh.axes = plan.mesh.axes.empty() ? std::vector<std::string>{"single"} : plan.mesh.axes;
   identity.mesh.shape.assign(identity.mesh.axes.size(), 1);
 

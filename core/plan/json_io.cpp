@@ -44,10 +44,14 @@ class PlanReader {
     guarded([&] { readHeader(top); });
     guarded([&] {
       ObjectReader r(top.required("logical"), "/logical", source_, "logical graph",
-                     {"inputs", "ops", "outputs"});
+                     {"inputs", "ops", "outputs", "state"});
       plan_.logical.name = "logical";
       readGraph(top.required("logical"), "/logical", source_, plan_.logical);
       logicalOk_ = true;
+    });
+    guarded([&] {
+      const Json* logical = top.find("logical");
+      if (logical && logical->is_object() && logical->contains("state")) readState(logical->at("state"));
     });
     guarded([&] {
       const Json& devices = top.array("devices");
@@ -99,6 +103,19 @@ class PlanReader {
     for (size_t k = 0; k < plan_.mesh.shape.size(); ++k)
       if (plan_.mesh.shape[k] < 1)
         fail(source_, child("/mesh/shape", k), "mesh axis size must be at least 1");
+  }
+
+  // The names are resolved by validatePlan (a plan built in memory gets the same checks).
+  void readState(const Json& j) {
+    const std::string at = "/logical/state";
+    if (!j.is_array())
+      fail(source_, at,
+           std::string("state must be a list of {input, output} pairs, got ") + jsonTypeName(j) + " " +
+               shortJson(j));
+    for (size_t k = 0; k < j.size(); ++k) {
+      ObjectReader r(j[k], child(at, k), source_, "state pair", {"input", "output"});
+      plan_.state.push_back({r.string("input"), r.string("output")});
+    }
   }
 
   void readDevice(const Json& j, size_t i) {
@@ -194,6 +211,12 @@ Json planToJson(const Plan& plan) {
   j["metadata"] = plan.metadata;
   Json logical = Json::object();
   writeGraph(plan.logical, logical);
+  if (!plan.state.empty()) {
+    Json state = Json::array();
+    for (const StatePair& s : plan.state)
+      state.push_back({{"input", s.input}, {"output", s.output}});
+    logical["state"] = std::move(state);
+  }
   j["logical"] = std::move(logical);
   Json devices = Json::array();
   for (const Device& d : plan.devices) {

@@ -40,10 +40,18 @@ struct Mesh {
   std::vector<int64_t> shape;
 };
 
+// A training step's state: a logical input (weight, optimizer moment, step counter) and the logical output
+// that succeeds it. Every device holding a piece of `input` must output the same piece of `output`.
+struct StatePair {
+  std::string input, output;  // logical tensor names
+  bool operator==(const StatePair&) const = default;
+};
+
 struct Plan {
   std::string name;
   Mesh mesh;
   Graph logical;
+  std::vector<StatePair> state;  // declared in the logical graph; empty: an inference-style plan
   std::vector<Device> devices;
   Json metadata = Json::object();  // free-form: generator options, injected bug, ...
 

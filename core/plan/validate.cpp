@@ -91,6 +91,7 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   // A hang is only meaningful once every call has a well-defined partner.
   if (checkCommunication(plan, r) && ranksUnique) checkCommunicationOrder(plan, r);
   checkCoverage(plan, r);
+  checkStateDeclaration(plan, r);
   return diags;
 }
 

@@ -48,5 +48,6 @@ void checkValueParts(const Plan& plan, Report& r);
 bool checkCommunication(const Plan& plan, Report& r);
 void checkCommunicationOrder(const Plan& plan, Report& r);
 void checkCoverage(const Plan& plan, Report& r);
+void checkStateDeclaration(const Plan& plan, Report& r);
 
 }  // namespace paraproof::validation

@@ -37,7 +37,15 @@ int exitCode(Verdict v) {
 }
 
 const char* stageKindName(StageKind k) {
-  return k == StageKind::Compute ? "compute" : "communication";
+  switch (k) {
+    case StageKind::Compute:
+      return "compute";
+    case StageKind::Communication:
+      return "communication";
+    case StageKind::State:
+      return "state";
+  }
+  return "?";
 }
 
 namespace {

@@ -16,7 +16,9 @@ enum class Verdict { Equivalent, NotEquivalent, Invalid, Inconclusive };
 const char* verdictName(Verdict v);  // "equivalent", "not_equivalent", "invalid", "inconclusive"
 int exitCode(Verdict v);             // 0, 1, 2, 3
 
-enum class StageKind { Compute, Communication };
+// State: not a solver stage but the state contract of one device and one state tensor
+// (core/plan/state_contract.h).
+enum class StageKind { Compute, Communication, State };
 const char* stageKindName(StageKind k);
 
 struct ParallelOpRef {

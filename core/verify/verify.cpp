@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "core/plan/state_contract.h"
 #include "core/plan/validate.h"
 #include "core/solver/engine.h"
 #include "core/solver/normalize.h"
@@ -152,6 +153,52 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   return res;
 }
 
+// Each violation of the state contract is reported as a failed check of its own. Returns true when the
+// contract is violated.
+bool addStateContract(const Plan& plan, Report& rep) {
+  if (plan.state.empty()) {
+    rep.notes.push_back(
+        "no state declared (an inference-style plan): whether every device outputs the successor of the "
+        "state it holds is not checked");
+    return false;
+  }
+  std::vector<StateViolation> violations = checkStateContract(plan);
+  if (violations.empty()) {
+    rep.notes.push_back("state contract: every device holding a piece of one of the " +
+                        std::to_string(plan.state.size()) +
+                        " state tensors outputs that piece of its successor");
+    return false;
+  }
+  for (const StateViolation& v : violations) {
+    StageInfo info;
+    info.id = static_cast<int>(rep.stages.size());
+    info.kind = StageKind::State;
+    info.devices = {v.rank};
+    for (const std::string& op : v.ops)
+      info.parallelOps.push_back({v.rank, op});
+    std::set<std::string> scopes(v.scopes.begin(), v.scopes.end());
+    ValueId succ = plan.logical.findValue(v.successor);
+    if (succ != kNone && plan.logical.values[succ].producer != kNone) {
+      const Op& op = plan.logical.ops[plan.logical.values[succ].producer];
+      info.logicalOps.push_back(op.id);
+      if (!op.scope.empty()) scopes.insert(op.scope);
+    }
+    info.scopes.assign(scopes.begin(), scopes.end());
+    info.outputs = {v.successor};
+    StageResult res;
+    res.stage = info.id;
+    res.status = solver::Status::Failed;
+    res.engine = "none";
+    res.reason = "state contract violated: " + v.message;
+    rep.stages.push_back(std::move(info));
+    rep.results.push_back(std::move(res));
+  }
+  rep.notes.push_back(
+      "solver stages not checked: the state contract already makes the plan not equivalent (the devices' "
+      "state after the step is not the logical one)");
+  return true;
+}
+
 Verdict overall(const std::vector<StageResult>& results, bool cancelled) {
   bool failed = false, inconclusive = cancelled;
   for (const auto& r : results) {
@@ -175,6 +222,19 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   }
   if (!rep.errors.empty()) {
     rep.verdict = Verdict::Invalid;
+    rep.seconds = since(start);
+    return rep;
+  }
+
+  // Structural, on the plan as given (full shapes), before any reduction or lowering: a violation decides
+  // the verdict, so the plan is not equivalent at every size (and a full-size plan needs no lowering).
+  if (addStateContract(plan, rep)) {
+    if (observer) {
+      observer->onStagesPlanned(rep.stages);
+      for (const StageResult& r : rep.results)
+        observer->onStageFinished(r);
+    }
+    rep.verdict = Verdict::NotEquivalent;
     rep.seconds = since(start);
     return rep;
   }
