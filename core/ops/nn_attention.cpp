@@ -260,6 +260,17 @@ OpDef attentionOp(bool backward) {
     return Types{in[0], in[1], in[2]};
   };
   d.axes = [backward](const Types& in, const Types&, const Json&) { return attentionAxes(in, backward); };
+  // The default scale 1/sqrt(d) is a number computed from an extent: shape reduction freezes it at the
+  // full head dim, so a reduced stage multiplies by the same number as the full one (and an explicit
+  // scale on the other side of the equation still matches it, or still does not).
+  d.rescale = [](const Json& a, const Types& in, const Types&, const AxisFactor& factor) {
+    Json r = a;
+    if (!hasAttr(a, "scale")) {
+      int64_t d = in[0].shape[3] * (factor ? factor(AxisRef{0, 3}) : 1);
+      r["scale"] = 1.0 / std::sqrt(static_cast<double>(d));
+    }
+    return r;
+  };
   d.lower = backward ? attentionBackward : attention;
   return d;
 }

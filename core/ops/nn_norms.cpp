@@ -100,6 +100,7 @@ AxisInfo normAxes(const TensorType& x, const std::vector<int>& xLike, const std:
   for (int port : hLike)
     tie(info, 0, last, port, 0);
   markReduced(info, 0, last, x.shape);
+  info.counts.push_back({{0, last}});  // the mean over the last dim divides by its width
   return info;
 }
 

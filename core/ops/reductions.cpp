@@ -58,14 +58,17 @@ OpDef reduction(std::string name, Kind kind) {
     std::vector<int> dims = reduceDims(a, in[0].shape.size());
     bool keep = boolAttr(a, "keepdim", false);
     int j = 0;
+    std::vector<AxisRef> averaged;
     for (int i = 0; i < static_cast<int>(in[0].shape.size()); ++i) {
       if (std::binary_search(dims.begin(), dims.end(), i)) {
         markReduced(info, 0, i, in[0].shape);
+        averaged.push_back({0, i});
         if (keep) ++j;
       } else {
         tie(info, 0, i, 1, j++);
       }
     }
+    if (kind == Kind::Mean && !averaged.empty()) info.counts.push_back(averaged);  // the divisor
     return info;
   };
   if (kind == Kind::Max) d.valueRange = movedRange;

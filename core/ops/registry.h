@@ -55,6 +55,13 @@ struct AxisInfo {
   // Axes that must keep their full extent: data values index along them (gather's source axis, the
   // expert axis of topk whose `k` is a count), so scaling the axis would change the meaning.
   std::vector<AxisRef> fixed;
+  // Counts: groups of axes whose extents' product enters the arithmetic as a number (mean's divisor, a
+  // norm's width) or along which the values are constant, so that a sum over them multiplies by the
+  // extent (constant and broadcast_to outputs, iota). Shape reduction keeps these numbers apart from
+  // the plan's numeric constants and from each other (docs/soundness.md).
+  std::vector<std::vector<AxisRef>> counts;
+  // Axes whose values are positions along them (iota): kept apart from the constants, not from counts.
+  std::vector<AxisRef> positions;
 };
 
 using AxisFactor = std::function<int64_t(AxisRef)>;  // scale factor chosen for an axis

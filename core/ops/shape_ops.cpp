@@ -26,7 +26,16 @@ OpDef constantOp() {
     return Types{{s, t}};
   };
   // An integer constant is a fixed number: as an index it has no rule, so its values' class is pinned.
-  d.axes = [](const Types&, const Types&, const Json&) { return AxisInfo{}; };
+  d.axes = [](const Types&, const Types& out, const Json&) {
+    AxisInfo info;  // nothing to tie; every axis holds one value, so a sum along it counts
+    std::vector<AxisRef> all;
+    for (int i = 0; i < static_cast<int>(out[0].shape.size()); ++i) {
+      info.counts.push_back({{0, i}});
+      all.push_back({0, i});
+    }
+    if (all.size() > 1) info.counts.push_back(all);
+    return info;
+  };
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor&) {
     Json r = a;
     r["shape"] = out[0].shape;
@@ -63,6 +72,7 @@ OpDef iotaOp() {
       indexes(info, 0, 0, 0);
     else
       markFixed(info, 0, 0);
+    info.positions.push_back({0, 0});  // the values are numbers up to the extent
     return info;
   };
   d.valueRange = [](const std::vector<IntRange>&, const Types&, const Types&, const Json& a) {
@@ -397,6 +407,16 @@ OpDef broadcastToDef() {
     AxisInfo info;
     tieBroadcast(info, 0, in[0].shape, 1, out[0].shape);
     tieValues(info, 0, 1);
+    // Expanded axes repeat the input: a sum along them multiplies by their extent.
+    const Shape &is = in[0].shape, &os = out[0].shape;
+    size_t off = os.size() - is.size();
+    std::vector<AxisRef> expanded;
+    for (size_t i = 0; i < os.size(); ++i)
+      if ((i < off || is[i - off] != os[i]) && os[i] > 1) {
+        info.counts.push_back({{1, static_cast<int>(i)}});
+        expanded.push_back({1, static_cast<int>(i)});
+      }
+    if (expanded.size() > 1) info.counts.push_back(expanded);
     return info;
   };
   d.valueRange = movedRange;

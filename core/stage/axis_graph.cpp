@@ -123,6 +123,14 @@ void AxisGraph::collectOps(size_t g) {
       }
     for (const auto& [r, value] : info.boundaries)
       if (size_t x = node(r); x != kNoNode) boundaries_.push_back({x, value});
+    for (const auto& c : info.counts) {
+      std::vector<size_t> group;
+      for (auto r : c)
+        if (size_t x = node(r); x != kNoNode && r.axis != ops::kValues) group.push_back(x);
+      if (group.size() == c.size()) counts_.push_back(std::move(group));
+    }
+    for (auto r : info.positions)
+      if (size_t x = node(r); x != kNoNode && r.axis != ops::kValues) positions_.push_back(x);
     for (const auto& p : info.products) {
       Product prod;
       for (auto r : p.from)

@@ -32,6 +32,9 @@ class AxisGraph {
     std::vector<size_t> from, to;
   };
   const std::vector<Product>& products() const { return products_; }
+  // Declared counts (AxisInfo::counts: each group's extents multiply into one number) and positions.
+  const std::vector<std::vector<size_t>>& counts() const { return counts_; }
+  const std::vector<size_t>& positions() const { return positions_; }
 
   // Largest extent of an axis in each class, indexed by class root (0: the class holds no axis).
   std::vector<int64_t> classExtents();
@@ -51,6 +54,8 @@ class AxisGraph {
   std::vector<bool> pinned_;
   std::vector<std::pair<size_t, int64_t>> boundaries_;
   std::vector<Product> products_;
+  std::vector<std::vector<size_t>> counts_;
+  std::vector<size_t> positions_;
 };
 
 }  // namespace paraproof::stage

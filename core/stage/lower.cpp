@@ -19,6 +19,10 @@ namespace {
 using ops::SymTensor;
 using sym::ExprId;
 
+std::string typeString(const TensorType& t) {
+  return std::string(dtypeName(t.dtype)) + shapeString(t.shape);
+}
+
 std::string indexString(const std::vector<int64_t>& idx) {
   std::ostringstream os;
   os << '[';
@@ -211,7 +215,7 @@ class Lowering {
     for (auto& p : program)
       std::sort(p.begin(), p.end());
     std::vector<size_t> pc(program.size(), 0);
-    std::map<std::string, std::vector<ExprId>> sent;
+    std::map<std::string, SymTensor> sent;
     std::map<std::string, std::map<int, OpId>> arrived;  // collective instance -> device -> op
 
     auto inputs = [&](int d, const Op& op) {
@@ -232,13 +236,20 @@ class Lowering {
           const Op& op = dev.graph.ops[o];
           const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
           if (op.kind == "send") {
-            sent[key(dev.rank, op.attrs.value("peer", -1), inst)] =
-                inputs(static_cast<int>(d), op).at(0).elems;
+            sent[key(dev.rank, op.attrs.value("peer", -1), inst)] = inputs(static_cast<int>(d), op).at(0);
           } else if (op.kind == "recv") {
             auto it = sent.find(key(op.attrs.value("peer", -1), dev.rank, inst));
             if (it == sent.end()) break;
             const Value& out = dev.graph.values[op.outputs.at(0)];
-            device_[d][op.outputs.at(0)] = SymTensor{out.type, it->second};
+            // The validator matches the types; a mismatch here is an internal error (e.g. a reduction
+            // that scaled the two ends apart), never a tensor of one type holding another's elements.
+            if (it->second.type != out.type ||
+                it->second.elems.size() != static_cast<size_t>(numElements(out.type.shape)))
+              throw UnsupportedStage("internal error: recv '" + op.id + "' on rank " +
+                                     std::to_string(dev.rank) + " declares " + typeString(out.type) +
+                                     " but its send sends " + typeString(it->second.type) + " (" +
+                                     std::to_string(it->second.elems.size()) + " elements)");
+            device_[d][op.outputs.at(0)] = SymTensor{out.type, it->second.elems};
           } else if (isCollective(op)) {
             auto& members = arrived[inst];
             if (!members.count(static_cast<int>(d))) {

@@ -2,17 +2,22 @@
 // every value, and the values of every integer tensor, which scale with the axis they index). Each class
 // gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split points,
 // id offsets) must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of
-// factors to match on both sides. The reduced plan is re-inferred op by op; any disagreement falls back to
-// the full-size plan, so reduction can only make checking faster, never unsound.
+// factors to match on both sides. Extents that enter the arithmetic as numbers (counts) are kept apart from
+// the plan's numeric constants and from each other. The reduced plan is re-validated and re-inferred op by
+// op; any failure falls back to the full-size plan, so reduction can only make checking faster, never
+// unsound.
 #include "core/stage/reduce.h"
 #include "core/stage/axis_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/ops/registry.h"
+#include "core/plan/validate.h"
 
 namespace paraproof::stage {
 
@@ -31,6 +36,7 @@ class Reducer {
 
   ReducedPlan run() {
     ReducedPlan out;
+    collectConstants();
     if (!chooseFactors()) {
       out.plan = plan_;
       out.notes.push_back("shape reduction skipped (reshape factors did not settle): checking at full size");
@@ -38,7 +44,7 @@ class Reducer {
     }
     out.plan = plan_;
     std::string why;
-    if (!rebuild(out.plan, why)) {
+    if (!rebuild(out.plan, why) || !revalidate(out.plan, why)) {
       out.plan = plan_;
       out.notes.push_back("shape reduction skipped (" + why + "): checking at full size");
       return out;
@@ -72,22 +78,74 @@ class Reducer {
     return t;
   }
 
+  // Attributes that index or name structure (rescaled with their dimension, or not numbers at all); every
+  // other number in an attribute is a constant of the arithmetic.
+  static bool structural(const std::string& key) {
+    static const std::set<std::string> keys{
+        "dim",        "dims",     "start",      "end",    "sizes",  "shape",          "n",
+        "k",          "perm",     "peer",       "src",    "group",  "instance",       "split_dim",
+        "concat_dim", "dtype",    "keepdim",    "causal", "reduce", "num_embeddings", "num_classes",
+        "reduction",  "equation", "approximate"};
+    return keys.count(key) > 0;
+  }
+
+  static void numbersIn(const Json& j, std::vector<double>& out) {
+    if (j.is_number()) {
+      out.push_back(j.get<double>());
+    } else if (j.is_array()) {
+      for (const Json& e : j)
+        numbersIn(e, out);
+    }
+  }
+
+  // The count-like integers >= 2 the plan's constants could stand for: c, 1/c, c^2, 1/c^2, sqrt(c),
+  // 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention scale)
+  // and c*d, c/d for two constants, when integral; constants include the group sizes of avg collectives
+  // (a divisor the collective applies).
+  void collectConstants() {
+    std::vector<double> cs;
+    for (const Graph* g : ag_.graphs())
+      for (const Op& op : g->ops) {
+        if (!op.attrs.is_object()) continue;
+        for (const auto& [key, v] : op.attrs.items())
+          if (!structural(key)) numbersIn(v, cs);
+        auto red = op.attrs.find("reduce");
+        auto grp = op.attrs.find("group");
+        if (red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() && grp->is_array())
+          cs.push_back(static_cast<double>(grp->size()));
+      }
+    auto add = [this](double x) {
+      if (!std::isfinite(x) || x < 1.5 || x > 1e12) return;
+      double r = std::round(x);
+      if (std::abs(x - r) <= 1e-9 * r) constants_.insert(static_cast<int64_t>(r));
+    };
+    std::set<double> distinct;
+    for (double c : cs)
+      if (c != 0 && std::isfinite(c)) distinct.insert(std::abs(c));
+    for (double c : distinct) {
+      for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
+        add(x);
+      for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
+        add(c * d), add(c / d);
+    }
+  }
+
   // O(sqrt(g)); memoised, since the same extents recur in every layer and on every device.
   int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
     if (g <= 0) return 1;
-    auto [it, fresh] = divisorMemo_.try_emplace({g, limit}, 1);
-    if (!fresh) return it->second;
+    auto [memo, fresh] = divisorMemo_.try_emplace({g, limit}, 1);
+    if (!fresh) return memo->second;
     int64_t best = 1;
     for (int64_t i = 1; i <= g / i; ++i) {
       if (g % i) continue;
       if (i <= limit) best = std::max(best, i);
       if (g / i <= limit) best = std::max(best, g / i);
     }
-    return it->second = best;
+    memo->second = best;
+    return best;
   }
 
-  // False when the reshape constraints do not settle within a bounded number of passes (each pass lowers
-  // some factor, so real plans settle in a few; a hostile chain of reshapes must not stall the run).
+  // False when the reshape constraints do not settle within a bounded number of passes.
   bool chooseFactors() {
     const size_t n = ag_.size();
     std::vector<ClassInfo> cls(n);
@@ -102,14 +160,26 @@ class Reducer {
       ClassInfo& c = cls[ag_.find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
     }
-    factor_.assign(n, 1);
+    // limit[root]: the largest factor the class may take; lowered when a count would collide.
+    std::vector<int64_t> limit(n, 1);
     for (size_t a = 0; a < n; ++a) {
       if (ag_.find(a) != a) continue;
       const ClassInfo& c = cls[a];
-      if (c.pinned || c.minExtent < 4) continue;  // extents below 4 cannot shrink while staying >= 2
-      factor_[a] = largestDivisorAtMost(c.gcd, c.minExtent / 2);
+      if (!c.pinned && c.minExtent >= 4) limit[a] = c.minExtent / 2;  // below 4 cannot stay >= 2
     }
-    // Reshapes: the product of factors must agree on both sides; lower factors until they do.
+    countClasses();
+    do {
+      factor_.assign(n, 1);
+      for (size_t a = 0; a < n; ++a)
+        if (ag_.find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
+      if (!balanceProducts()) return false;
+    } while (separateCounts(limit));
+    return true;
+  }
+
+  // Reshapes: the product of factors must agree on both sides; lower factors until they do (each pass
+  // lowers some factor, so a bound on the passes only matters for hostile plans).
+  bool balanceProducts() {
     constexpr int kMaxPasses = 256;
     int passes = 0;
     for (bool changed = true; changed;) {
@@ -138,6 +208,110 @@ class Reducer {
       }
     }
     return true;
+  }
+
+  // The counts: each declared group (its product is one number), and every axis of every class a group
+  // touches (a mean over a sharded axis on a device stands for the logical extent times the shard count).
+  void countClasses() {
+    std::map<size_t, std::pair<std::set<int64_t>, bool>> declared;  // root -> count extents, positions only
+    for (size_t a : ag_.positions())
+      declared.emplace(ag_.find(a), std::pair{std::set<int64_t>{}, true})
+          .first->second.first.insert(ag_.extent(a));
+    for (const auto& group : ag_.counts())
+      for (size_t a : group) {
+        auto& d = declared[ag_.find(a)];
+        d.first.insert(ag_.extent(a));
+        d.second = false;
+      }
+    if (declared.empty()) return;
+    // A count over a shard stands for its multiples in the class (the logical extent, other shardings),
+    // not for every extent the class holds (concat and slice tie unrelated widths).
+    std::map<size_t, std::set<int64_t>> extents;
+    for (size_t a = 0; a < ag_.size(); ++a) {
+      if (ag_.extent(a) < 2) continue;
+      auto d = declared.find(ag_.find(a));
+      if (d == declared.end()) continue;
+      for (int64_t e : d->second.first)
+        if (e >= 1 && ag_.extent(a) % e == 0) {
+          extents[d->first].insert(ag_.extent(a));
+          break;
+        }
+    }
+    for (const auto& [r, es] : extents)
+      for (int64_t e : es)
+        countItems_.push_back({{r}, {e}, declared[r].second});
+    for (const auto& group : ag_.counts()) {
+      CountItem item;
+      for (size_t a : group) {
+        item.roots.push_back(ag_.find(a));
+        item.extents.push_back(ag_.extent(a));
+      }
+      countItems_.push_back(std::move(item));
+    }
+  }
+
+  // A correct plan may hard-code a count (sum / 16 for a mean over 16) and a wrong one may hard-code a count
+  // that only the reduced extent matches (mean * 2 over a vocabulary of 16 reduced to 2). So: a count that
+  // equals a constant-derived number keeps its full value; a reduced count never equals one it did not
+  // equal at full size; two counts are equal after reduction exactly when they were before. Lowers the
+  // limit of the classes behind each violation; returns whether any limit changed.
+  bool separateCounts(std::vector<int64_t>& limit) {
+    struct Value {
+      int64_t full = 1, reduced = 1;
+    };
+    std::vector<Value> values(countItems_.size());
+    for (size_t i = 0; i < countItems_.size(); ++i)
+      for (size_t k = 0; k < countItems_[i].roots.size(); ++k) {
+        int64_t e = countItems_[i].extents[k];
+        values[i].full *= e;
+        values[i].reduced *= e / factor_[countItems_[i].roots[k]];
+      }
+    std::set<size_t> pin, lower;
+    std::map<int64_t, std::vector<size_t>> byFull, byReduced;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const Value& v = values[i];
+      if (v.full == v.reduced) continue;
+      if (constants_.count(v.full)) pin.insert(i);
+      if (constants_.count(v.reduced)) lower.insert(i);
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (countItems_[i].position) continue;  // a position is no multiplicity
+      byFull[values[i].full].push_back(i);
+      byReduced[values[i].reduced].push_back(i);
+    }
+    // Equal counts reduced apart: lower those reduced furthest (towards the largest reduced value among
+    // them). Different counts reduced together: lower all but the largest (lowering a small count is cheap,
+    // lowering a model width is not).
+    for (const auto& [full, items] : byFull) {
+      int64_t top = 0;
+      for (size_t i : items)
+        top = std::max(top, values[i].reduced);
+      for (size_t i : items)
+        if (values[i].reduced != top) lower.insert(i);
+    }
+    for (const auto& [red, items] : byReduced) {
+      int64_t top = 0;
+      for (size_t i : items)
+        top = std::max(top, values[i].full);
+      for (size_t i : items)
+        if (values[i].full != top) lower.insert(i);
+    }
+    bool changed = false;
+    auto cap = [&](size_t i, bool toOne) {
+      for (size_t r : countItems_[i].roots) {
+        int64_t f = factor_[r];
+        int64_t nl = toOne ? 1 : f - 1;
+        if (f > 1 && limit[r] > nl) {
+          limit[r] = nl;
+          changed = true;
+        }
+      }
+    };
+    for (size_t i : pin)
+      cap(i, true);
+    for (size_t i : lower)
+      cap(i, false);
+    return changed;
   }
 
   int64_t factorOf(size_t a) { return a == kNoNode ? 1 : factor_[ag_.find(a)]; }
@@ -206,8 +380,31 @@ class Reducer {
     return true;
   }
 
+  // The reduced plan must be a valid plan in its own right: shapes of send and recv, collective members,
+  // lineage boxes in bounds, coverage. (A tie that an op or a pairing failed to declare shows up here.)
+  bool revalidate(const Plan& reduced, std::string& why) {
+    std::vector<Diagnostic> errs;
+    try {
+      errs = validatePlan(reduced);
+    } catch (const std::exception& e) {
+      why = std::string("reduced plan: validation failed: ") + e.what();
+      return false;
+    }
+    if (errs.empty()) return true;
+    why = "reduced plan invalid: " + errs.front().where + ": " + errs.front().message;
+    return false;
+  }
+
+  struct CountItem {
+    std::vector<size_t> roots;     // class of each axis
+    std::vector<int64_t> extents;  // full extent of each axis
+    bool position = false;         // an axis of positions (iota): compared with constants only
+  };
+
   const Plan& plan_;
   AxisGraph ag_;
+  std::vector<CountItem> countItems_;
+  std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::vector<int64_t> factor_;
   std::map<std::pair<int64_t, int64_t>, int64_t> divisorMemo_;
 };

@@ -1,0 +1,101 @@
+// Shape reduction (core/stage/reduce.cpp): what crosses devices scales as one dimension, the reduced plan
+// is valid in its own right, counts keep their relation to the plan's constants, and lowering never builds a
+// tensor whose elements disagree with its type.
+#include <QtTest>
+
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+#include "core/stage/lower.h"
+#include "core/stage/reduce.h"
+#include "core/stage/stage.h"
+
+using namespace paraproof;
+
+namespace {
+
+Plan fixture(const std::string& name) {
+  return loadPlan(std::string(PARAPROOF_FIXTURES) + "/soundness/" + name + ".json");
+}
+
+const Value& value(const Graph& g, const std::string& name) {
+  ValueId v = g.findValue(name);
+  if (v == kNone) throw std::runtime_error("no value " + name);
+  return g.values[v];
+}
+
+const Op& op(const Graph& g, const std::string& id) {
+  OpId o = g.findOp(id);
+  if (o == kNone) throw std::runtime_error("no op " + id);
+  return g.ops[o];
+}
+
+}  // namespace
+
+class TestReduce : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void sendAndRecvScaleTogether() {
+    // The split at 6 keeps the received axis at a factor of 2; the sent axis must follow it.
+    stage::ReducedPlan r = stage::reducePlan(fixture("p2p-recv-split-uneven"));
+    QVERIFY(r.reduced);
+    const Shape& sent = value(r.plan.devices[0].graph, "x").type.shape;
+    const Shape& received = value(r.plan.devices[1].graph, "x").type.shape;
+    QCOMPARE(sent, received);
+    QCOMPARE(sent, (Shape{8}));
+    QCOMPARE(op(r.plan.devices[1].graph, "recv_x").attrs.at("shape").get<Shape>(), received);
+  }
+
+  void reducedPlansAreValid() {
+    for (const char* name : {"p2p-recv-whole", "p2p-recv-slice-of-sent", "p2p-recv-split-uneven",
+                             "count-hardcoded-reduced-extent", "attention-explicit-scale-full"}) {
+      stage::ReducedPlan r = stage::reducePlan(fixture(name));
+      QVERIFY2(validatePlan(r.plan).empty(), name);
+    }
+  }
+
+  void countEqualToAConstantKeepsItsFullExtent() {
+    // sum(l) / 16 against mean + avg over dp=2: the extent 16 is the constant, so it is checked at 16.
+    stage::ReducedPlan r = stage::reducePlan(fixture("mean-vs-hardcoded-count-div"));
+    QCOMPARE(value(r.plan.logical, "l").type.shape, (Shape{16}));
+    QCOMPARE(value(r.plan.devices[0].graph, "l").type.shape, (Shape{8}));
+  }
+
+  void reducedCountAvoidsTheConstants() {
+    // mean * 2 over a vocabulary of 16: neither 2 nor 4 (2^2) may be the reduced vocabulary.
+    stage::ReducedPlan r = stage::reducePlan(fixture("count-hardcoded-reduced-extent"));
+    QVERIFY(r.reduced);
+    int64_t vocab = value(r.plan.logical, "x").type.shape[1];
+    QVERIFY2(vocab != 2 && vocab != 4, std::to_string(vocab).c_str());
+  }
+
+  void defaultAttentionScaleIsFrozenAtTheFullHeadDim() {
+    stage::ReducedPlan r = stage::reducePlan(fixture("attention-explicit-scale-full"));
+    QVERIFY(r.reduced);
+    QVERIFY(value(r.plan.logical, "q").type.shape[3] < 4);
+    QCOMPARE(op(r.plan.logical, "attn").attrs.at("scale").get<double>(), 0.5);
+    QCOMPARE(op(r.plan.devices[0].graph, "attn").attrs.at("scale").get<double>(), 0.5);
+  }
+
+  void recvOfAnotherTypeIsAnInternalErrorNotATensor() {
+    // Bypass validation: the recv declares 4 elements, the send sends 8.
+    Plan p = fixture("p2p-recv-whole");
+    Graph& g = p.devices[1].graph;
+    ValueId x = g.findValue("x");
+    g.values[x].type.shape = {4};
+    g.ops[g.findOp("recv_x")].attrs["shape"] = Shape{4};
+    std::vector<stage::Stage> stages = stage::cutStages(p);
+    bool threw = false;
+    for (const stage::Stage& s : stages) {
+      try {
+        stage::lowerStage(p, s);
+      } catch (const stage::UnsupportedStage& e) {
+        threw = std::string(e.what()).find("recv") != std::string::npos;
+      }
+    }
+    QVERIFY(threw);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestReduce)
+#include "test_reduce.moc"
