@@ -71,6 +71,22 @@ std::vector<OpSite> collectiveInstances(const Plan& plan,
   return out;
 }
 
+// A site chosen in two steps, a key (op kind, attribute) uniformly then a site of that key: otherwise the
+// most repeated op (one optimizer update per parameter) would take most of the mutants.
+template <class Site, class Key>
+const Site& pickSpread(MutationRng& rng, const std::vector<Site>& sites, Key key) {
+  std::map<std::string, std::vector<size_t>> byKey;
+  for (size_t i = 0; i < sites.size(); ++i)
+    byKey[key(sites[i])].push_back(i);
+  auto it = byKey.begin();
+  std::advance(it, static_cast<long>(rng.below(byKey.size())));
+  return sites[rng.pick(it->second)];
+}
+
+const std::string& kindAt(const Plan& plan, const OpSite& s) {
+  return plan.devices[s.device].graph.ops[s.op].kind;
+}
+
 // Keys whose values mean communication structure, changed only by the operators made for them.
 bool commKey(const std::string& k) {
   return k == "group" || k == "instance" || k == "peer" || k == "src";
@@ -117,7 +133,8 @@ std::optional<std::string> mutateConstant(Plan& plan, MutationRng& rng) {
       if (v.is_number_float() || v.is_boolean() || (v.is_string() && choices.count(k)))
         sites.push_back({s, k});
   if (sites.empty()) return std::nullopt;
-  const AttrSite& s = rng.pick(sites);
+  const AttrSite& s =
+      pickSpread(rng, sites, [&](const AttrSite& a) { return kindAt(plan, a.at) + "." + a.key; });
   Json& a = plan.devices[s.at.device].graph.ops[s.at.op].attrs[s.key];
   std::string before = a.dump();
   if (a.is_number_float()) {
@@ -158,7 +175,8 @@ std::optional<std::string> mutateInteger(Plan& plan, MutationRng& rng) {
     }
   }
   if (sites.empty()) return std::nullopt;
-  const IntSite& s = rng.pick(sites);
+  const IntSite& s =
+      pickSpread(rng, sites, [&](const IntSite& a) { return kindAt(plan, a.at) + "." + a.key; });
   const int64_t delta = rng.coin() ? 1 : -1;
   const std::string label = where(plan, s.at);
   std::string change;
@@ -189,7 +207,7 @@ std::optional<std::string> swapOperands(Plan& plan, MutationRng& rng) {
           sites.push_back({s, i, j});
   }
   if (sites.empty()) return std::nullopt;
-  const Site& s = rng.pick(sites);
+  const Site& s = pickSpread(rng, sites, [&](const Site& a) { return kindAt(plan, a.at); });
   Device& dev = plan.devices[s.at.device];
   Op& op = dev.graph.ops[s.at.op];
   std::swap(op.inputs[s.i], op.inputs[s.j]);
@@ -349,7 +367,7 @@ std::optional<std::string> redirectInput(Plan& plan, MutationRng& rng) {
   }
   // Try a few sites: not every input has another value of its type defined before the op.
   for (int attempt = 0; attempt < 16 && !sites.empty(); ++attempt) {
-    const Site& s = rng.pick(sites);
+    const Site& s = pickSpread(rng, sites, [&](const Site& a) { return kindAt(plan, a.at); });
     Device& dev = plan.devices[s.at.device];
     Op& op = dev.graph.ops[s.at.op];
     const ValueId old = op.inputs[s.slot];
@@ -526,7 +544,7 @@ std::optional<std::string> dropOp(Plan& plan, MutationRng& rng) {
            dropSources(dev, op, nullptr).has_value();
   });
   if (sites.empty()) return std::nullopt;
-  const OpSite s = rng.pick(sites);
+  const OpSite s = pickSpread(rng, sites, [&](const OpSite& a) { return kindAt(plan, a); });
   Device& dev = plan.devices[s.device];
   const Op op = dev.graph.ops[s.op];
   const std::vector<size_t> from = *dropSources(dev, op, &rng);
