@@ -29,12 +29,13 @@ strategies=(
   "dsv3-micro tp=2,sp"
 )
 n=${#strategies[@]}
-per=$(( (total + n - 1) / n ))
 jobs=$(nproc 2>/dev/null || echo 2)
 sum=(0 0 0 0 0)
 status=0
 for i in "${!strategies[@]}"; do
   read -r model par <<<"${strategies[$i]}"
+  per=$(( total / n + (i < total % n ? 1 : 0) ))
+  [ "$per" -gt 0 ] || continue
   out=$("$bin" mutate --model "$model" --parallel "$par" --seq 4 --count "$per" --seed $((seed + i)) --jobs "$jobs" 2>&1)
   rc=$?
   [ -n "$logdir" ] && printf '%s\n' "$out" >"$logdir/$model-${par//,/-}.log"
