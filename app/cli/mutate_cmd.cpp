@@ -46,6 +46,8 @@ const char* kHelp =
     "  --operators a,b       only these mutation operators (default: all)\n"
     "  --timeout T           per-stage verifier time limit in seconds (default 30)\n"
     "  --no-reduce           verify at full shapes (the oracle always runs at full shape)\n"
+    "  --index I             run only mutant I (of the same seed), to reproduce one line\n"
+    "  --save FILE           with --index: also write the mutant plan (then 'paraproof verify FILE')\n"
     "\n"
     "exit codes: 0 no missed mutant, 1 some mutant missed, 2 usage, 3 the oracle rejects the correct plan\n";
 
@@ -169,7 +171,8 @@ std::vector<std::string> splitList(const std::string& s) {
 
 int runMutate(const std::vector<std::string>& argv) {
   Args args(argv,
-            {"model", "parallel", "layers", "seq", "batch", "count", "seed", "jobs", "operators", "timeout"},
+            {"model", "parallel", "layers", "seq", "batch", "count", "seed", "jobs", "operators", "timeout",
+             "index", "save"},
             {"help", "no-reduce"});
   if (args.has("help")) {
     std::cout << kHelp << "\nmutation operators:\n";
@@ -214,32 +217,45 @@ int runMutate(const std::vector<std::string>& argv) {
     return 3;
   }
 
-  std::vector<MutantResult> results(count);
-  std::vector<bool> done(count, false);
+  const int only1 = args.getInt("index", -1, 0, 1000000);
+  if (args.has("save") && only1 < 0) throw UsageError("--save needs --index");
+  if (only1 >= 0) {
+    if (auto path = args.get("save")) {
+      try {
+        savePlan(parallel::makeMutant(correct, seed, only1, only).plan, *path);
+      } catch (const std::exception& e) {
+        std::cerr << "paraproof mutate: cannot write " << *path << ": " << e.what() << "\n";
+        return 2;
+      }
+    }
+  }
+  const int first = std::max(only1, 0), total = only1 >= 0 ? 1 : count;
+  std::vector<MutantResult> results(total);
+  std::vector<bool> done(total, false);
   std::mutex mu;
   int printed = 0;
   std::atomic<int> next{0};
   auto print = [&](int i) {
     const MutantResult& r = results[i];
-    std::cout << "mutant " << i << " " << (r.op.empty() ? "?" : r.op) << ": " << r.description << " => "
-              << outcomeText(r.outcome);
+    std::cout << "mutant " << first + i << " " << (r.op.empty() ? "?" : r.op) << ": " << r.description
+              << " => " << outcomeText(r.outcome);
     if (!r.detail.empty()) std::cout << " [" << r.detail << "]";
     if (r.outcome != Outcome::Invalid)
       std::cout << " (oracle " << r.oracleSeconds << " s, verify " << r.verifySeconds << " s)";
     std::cout << "\n" << std::flush;
   };
   auto worker = [&] {
-    for (int i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
-      MutantResult r = runMutant(correct, seed, i, only, vopt);
+    for (int i = next.fetch_add(1); i < total; i = next.fetch_add(1)) {
+      MutantResult r = runMutant(correct, seed, first + i, only, vopt);
       std::lock_guard lock(mu);
       results[i] = std::move(r);
       done[i] = true;
-      while (printed < count && done[printed])
+      while (printed < total && done[printed])
         print(printed++);
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 1; t < std::min(jobs, count); ++t)
+  for (int t = 1; t < std::min(jobs, total); ++t)
     threads.emplace_back(worker);
   worker();
   for (auto& t : threads)
