@@ -3,6 +3,7 @@
 # zero 1-3, tp, sp, pp 1F1B and GPipe, cp, ep/MoE, MLA, tied embeddings, dp x tp, dp x pp), TOTAL mutants
 # spread evenly, and sums the summary lines. Exit 1 when a mutant was missed, 2 when a run failed.
 #   scripts/mutation_sweep.sh PARAPROOF TOTAL [SEED] [LOGDIR]
+# MUTATE_ARGS adds options to every run (e.g. MUTATE_ARGS="--operators keep-old-state").
 set -uo pipefail
 bin=${1:?usage: mutation_sweep.sh PARAPROOF TOTAL [SEED] [LOGDIR]}
 total=${2:?usage: mutation_sweep.sh PARAPROOF TOTAL [SEED] [LOGDIR]}
@@ -36,7 +37,7 @@ for i in "${!strategies[@]}"; do
   read -r model par <<<"${strategies[$i]}"
   per=$(( total / n + (i < total % n ? 1 : 0) ))
   [ "$per" -gt 0 ] || continue
-  out=$("$bin" mutate --model "$model" --parallel "$par" --seq 4 --count "$per" --seed $((seed + i)) --jobs "$jobs" 2>&1)
+  out=$("$bin" mutate --model "$model" --parallel "$par" --seq 4 --count "$per" --seed $((seed + i)) --jobs "$jobs" ${MUTATE_ARGS:-} 2>&1)
   rc=$?
   [ -n "$logdir" ] && printf '%s\n' "$out" >"$logdir/$model-${par//,/-}.log"
   last=$(printf '%s\n' "$out" | tail -n 1)

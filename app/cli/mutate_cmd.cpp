@@ -125,7 +125,9 @@ MutantResult runMutant(const Plan& correct, uint64_t seed, int index, const std:
     r.detail = errors.front().str();
     return r;
   }
-  verify::EndToEndResult oracle = verify::checkEndToEnd(plan);
+  verify::EndToEndOptions oopt;
+  oopt.reference = &correct;  // outputs must also hold what the correct plan's outputs hold
+  verify::EndToEndResult oracle = verify::checkEndToEnd(plan, oopt);
   r.oracleSeconds = oracle.seconds;
   verify::Report rep = verify::verifyPlan(plan, vopt);
   r.verifySeconds = rep.seconds;

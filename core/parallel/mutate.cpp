@@ -492,8 +492,10 @@ std::optional<std::string> swapSendPeers(Plan& plan, MutationRng& rng) {
       const Device &xr = plan.devices[x.recv.device], &yr = plan.devices[y.recv.device];
       const Value& xv = xs.graph.values[xs.graph.ops[x.send.op].inputs.at(0)];
       const Value& yv = ys.graph.values[ys.graph.ops[y.send.op].inputs.at(0)];
-      if (x.send.device != y.send.device && x.recv.device != y.recv.device && xv.type == yv.type &&
-          x.recv.device != y.send.device && y.recv.device != x.send.device &&
+      // The same call on two ranks (SPMD), sent to the wrong one of the two receivers.
+      if (xs.graph.ops[x.send.op].id == ys.graph.ops[y.send.op].id && x.send.device != y.send.device &&
+          x.recv.device != y.recv.device && xv.type == yv.type && x.recv.device != y.send.device &&
+          y.recv.device != x.send.device &&
           xr.graph.ops[x.recv.op].attrs.value("shape", Json()) ==
               yr.graph.ops[y.recv.op].attrs.value("shape", Json()))
         pairs.emplace_back(i, j);
@@ -557,6 +559,50 @@ std::optional<std::string> dropOp(Plan& plan, MutationRng& rng) {
   return label + ": dropped (" + what + ")" + (op.kind == "adamw" ? ", the optimizer update is skipped" : "");
 }
 
+// ---- kept state ---------------------------------------------------------------------------------------
+
+// A device output replaced by a graph input of the same type: the step's result dropped, the old state kept
+// (preferably the input the output succeeds: same box, its tensor's name a prefix of the output's).
+std::optional<std::string> keepOldState(Plan& plan, MutationRng& rng) {
+  struct Site {
+    int device;
+    size_t position;
+  };
+  std::vector<Site> sites;
+  for (int d = 0; d < static_cast<int>(plan.devices.size()); ++d) {
+    const Graph& g = plan.devices[d].graph;
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      if (g.values[g.outputs[k]].producer != kNone &&
+          std::any_of(g.inputs.begin(), g.inputs.end(),
+                      [&](ValueId in) { return g.values[in].type == g.values[g.outputs[k]].type; }))
+        sites.push_back({d, k});
+  }
+  if (sites.empty()) return std::nullopt;
+  const Site& s = rng.pick(sites);
+  Device& dev = plan.devices[s.device];
+  const ValueId out = dev.graph.outputs[s.position];
+  std::vector<ValueId> same, predecessor;
+  const auto outLin = dev.lineage.find(out);
+  for (ValueId in : dev.graph.inputs) {
+    if (!(dev.graph.values[in].type == dev.graph.values[out].type)) continue;
+    same.push_back(in);
+    const auto inLin = dev.lineage.find(in);
+    if (outLin != dev.lineage.end() && inLin != dev.lineage.end() &&
+        inLin->second.box == outLin->second.box &&
+        outLin->second.tensor.rfind(inLin->second.tensor, 0) == 0 &&
+        inLin->second.tensor != outLin->second.tensor)
+      predecessor.push_back(in);
+  }
+  // The longest such prefix: 'w.v' for 'w.v.out', not 'w'.
+  auto nameLength = [&](ValueId v) { return dev.lineage.at(v).tensor.size(); };
+  std::sort(predecessor.begin(), predecessor.end(),
+            [&](ValueId a, ValueId b) { return nameLength(a) > nameLength(b); });
+  const ValueId in = predecessor.empty() ? rng.pick(same) : predecessor.front();
+  dev.graph.outputs[s.position] = in;
+  return "rank " + std::to_string(dev.rank) + " output " + std::to_string(s.position) + " '" +
+         valueName(dev, out) + "' -> input '" + valueName(dev, in) + "' (the step's result dropped)";
+}
+
 }  // namespace
 
 const std::vector<MutationOperator>& mutationOperators() {
@@ -574,6 +620,8 @@ const std::vector<MutationOperator>& mutationOperators() {
       {"shift-lineage", "the lineage box of a device input or output moved by one element", shiftLineage},
       {"send-peer", "two point-to-point transfers trade destinations", swapSendPeers},
       {"drop-op", "an op removed (output := an input of the same type), optimizer updates included", dropOp},
+      {"keep-old-state", "a device output replaced by a graph input of the same type (old state kept)",
+       keepOldState},
   };
   return ops;
 }

@@ -51,6 +51,35 @@ std::string describe(const solver::Obligation& o, const solver::Mismatch& m) {
   return os.str();
 }
 
+// A copy of `plan` in which every device output whose lineage differs from the reference's output at the
+// same position also feeds an identity carrying the reference lineage, appended as an extra output: the
+// whole-plan problem then checks both claims.
+bool withReferenceOutputs(const Plan& plan, const Plan& ref, Plan& out) {
+  if (plan.devices.size() != ref.devices.size()) return false;
+  out = plan;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device &mine = plan.devices[d], &theirs = ref.devices[d];
+    if (mine.rank != theirs.rank || mine.graph.outputs.size() != theirs.graph.outputs.size()) return false;
+    Device& dev = out.devices[d];
+    for (size_t k = 0; k < mine.graph.outputs.size(); ++k) {
+      auto want = theirs.lineage.find(theirs.graph.outputs[k]);
+      if (want == theirs.lineage.end()) continue;
+      const ValueId v = mine.graph.outputs[k];
+      auto have = mine.lineage.find(v);
+      if (have != mine.lineage.end() && have->second == want->second) continue;
+      Op op;
+      op.id = "end_to_end.reference_output." + std::to_string(k);
+      op.kind = "identity";
+      op.inputs = {v};
+      const OpId o = dev.graph.addOp(op, {{op.id, dev.graph.values[v].type}});
+      const ValueId copy = dev.graph.ops[o].outputs.at(0);
+      dev.lineage[copy] = want->second;
+      dev.graph.outputs.push_back(copy);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
@@ -60,9 +89,12 @@ EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   };
+  Plan checked;
+  const bool withRef = opt.reference && withReferenceOutputs(plan, *opt.reference, checked);
+  const Plan& target = withRef ? checked : plan;
   solver::Problem pb;
   try {
-    pb = stage::lowerStage(plan, wholePlan(plan), opt.cancel);
+    pb = stage::lowerStage(target, wholePlan(target), opt.cancel);
   } catch (const std::exception& e) {
     r.reason = std::string("cannot run the plan end to end: ") + e.what();
     return finish();

@@ -36,6 +36,11 @@ struct EndToEndOptions {
   int trials = 2;
   uint64_t seed = 0x0e2e0e2e;  // differs from the verifier's engines on purpose
   const std::atomic<bool>* cancel = nullptr;
+  // The correct plan a mutant came from: output k of every device must also hold what output k of the same
+  // device holds there (by its lineage). A device that outputs its old state instead of the step's result
+  // satisfies its own (input) lineage but not the reference's. Ignored when the devices or output counts
+  // differ.
+  const Plan* reference = nullptr;
 };
 
 // The plan must have passed validatePlan (the oracle relies on matched communication and well-formed
