@@ -103,6 +103,19 @@ class TestMutate : public QObject {
     QVERIFY(!r.where.empty());
   }
 
+  // A replica that outputs its old weight satisfies its own lineage (the input's): only the correct plan's
+  // output at the same position says it should hold the updated one.
+  void oracleComparesOutputsWithTheCorrectPlan() {
+    const Plan correct = makePlan("llama-micro", "dp=2");
+    parallel::Mutant m = parallel::makeMutant(correct, 1, 0, {"keep-old-state"});
+    QVERIFY(validatePlan(m.plan).empty());
+    QCOMPARE(verify::checkEndToEnd(m.plan).effect, verify::Effect::Unchanged);
+    verify::EndToEndOptions o;
+    o.reference = &correct;
+    QCOMPARE(verify::checkEndToEnd(m.plan, o).effect, verify::Effect::Changed);
+    QCOMPARE(verify::checkEndToEnd(correct, o).effect, verify::Effect::Unchanged);
+  }
+
   // The oracle runs at full shape, whatever the verifier does: it checks at least every element of every
   // logical output (coverage), and a mutant is judged the same whether the verifier reduces shapes or not.
   void oracleIsIndependentOfShapeReduction() {
