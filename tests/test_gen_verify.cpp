@@ -281,6 +281,53 @@ class TestGenVerify : public QObject {
     QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
   }
 
+  // Vocabulary-parallel ops with one tp rank's id offset `start` one too high: the shard's rows or classes
+  // are shifted by one, so the first id of the shard is looked up by no rank (and a label or id one past the
+  // vocabulary by one). Ids range over the vocabulary, so this is found with and without shape reduction.
+  void vocabShardOffsetByOneIsCaught_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<bool>("reduce");
+    for (const char* kind : {"one_hot", "embedding", "embedding_backward"})
+      for (auto [model, par] : {std::pair{"mlp", "tp=2"}, std::pair{"gpt-tiny", "dp=2,tp=2"}})
+        for (bool reduce : {true, false}) {
+          if (!reduce && std::string(model) != "mlp") continue;  // full size: one model is enough
+          QTest::newRow((std::string(model) + " " + par + " " + kind + (reduce ? "" : " no-reduce")).c_str())
+              << model << par << kind << reduce;
+        }
+  }
+  void vocabShardOffsetByOneIsCaught() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    QFETCH(QString, kind);
+    QFETCH(bool, reduce);
+    Plan p = makePlan(model.toStdString(), parallel.toStdString(), 2);
+    std::vector<int> mutated;
+    for (Device& d : p.devices) {
+      if (d.coord.back() != 1) continue;  // tp rank 1 (tp is the last mesh axis)
+      for (Op& op : d.graph.ops)
+        if (op.kind == kind.toStdString()) {
+          op.attrs["start"] = op.attrs.at("start").get<int64_t>() + 1;
+          mutated.push_back(d.rank);
+        }
+      break;  // one rank only
+    }
+    QVERIFY(!mutated.empty());
+    verify::Options o;
+    o.jobs = 2;
+    o.timeoutSeconds = 120;
+    o.reduceShapes = reduce;
+    const verify::Report r = verify::verifyPlan(p, o);
+    QVERIFY2(r.verdict == verify::Verdict::NotEquivalent, summary(r).c_str());
+    bool localised = false;
+    for (size_t i = 0; i < r.results.size(); ++i)
+      if (r.results[i].status == solver::Status::Failed)
+        for (const verify::ParallelOpRef& ref : r.stages[i].parallelOps)
+          localised = localised || ref.rank == mutated.front();
+    QVERIFY2(localised, summary(r).c_str());
+  }
+
   // MLA under tp: the replicated kv down-projection's backward needs the tp sum of the head-sharded
   // up-projection's input gradient; without that all-reduce each rank trains wkv_a with its heads' share.
   void mlaReplicatedGradientNeedsTheTpReduction() {

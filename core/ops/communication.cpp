@@ -87,11 +87,14 @@ OpDef allReduceOp() {
       if (kind == "avg") requireFloat(in[k], "input " + std::to_string(k) + " of an avg all_reduce");
     return in;
   };
-  d.axes = [](const Types& in, const Types&, const Json&) {
+  d.axes = [](const Types& in, const Types&, const Json& a) {
     AxisInfo info;
     int n = static_cast<int>(in.size());
-    for (int k = 0; k < n; ++k)
+    const bool max = choiceAttr(a, "reduce", {"sum", "avg", "max"}) == "max";
+    for (int k = 0; k < n; ++k) {
       tieAll(info, k, n + k, in[k].shape.size());
+      if (max) tieValues(info, k, n + k);  // the max of ids is one of them; a sum of ids is no id
+    }
     return info;
   };
   d.lowerGroup = [](ExprPool& p, const Tensors& members, const Json& a) {
@@ -126,6 +129,7 @@ OpDef allGatherOp() {
     AxisInfo info;
     int dim = dimAttr(a, "dim", in[0].shape.size());
     tieAll(info, 0, 1, in[0].shape.size());
+    tieValues(info, 0, 1);
     for (int64_t k = 1; k < groupSize(a); ++k)
       info.boundaries.push_back({{1, dim}, k * in[0].shape[dim]});
     return info;
@@ -204,6 +208,7 @@ OpDef allToAllOp() {
     AxisInfo info;
     AllToAll t = allToAllDims(in[0].shape, a);
     tieAll(info, 0, 1, in[0].shape.size());
+    tieValues(info, 0, 1);
     int64_t g = groupSize(a), chunk = in[0].shape[t.split] / g;
     int64_t piece = out[0].shape[t.concat] / g;
     for (int64_t k = 1; k < g; ++k) {
@@ -253,6 +258,7 @@ OpDef broadcastCollectiveDef() {
   d.axes = [](const Types& in, const Types&, const Json&) {
     AxisInfo info;
     tieAll(info, 0, 1, in[0].shape.size());
+    tieValues(info, 0, 1);
     return info;
   };
   d.lowerGroup = [](ExprPool&, const Tensors& members, const Json& a) {
@@ -275,6 +281,7 @@ OpDef broadcastDispatchDef(OpDef shapeOp, OpDef collective) {
   d.rescale = [shapeOp](const Json& a, const Types& in, const Types& out, const AxisFactor& f) {
     return isCollectiveBroadcast(a) ? a : shapeOp.rescale(a, in, out, f);
   };
+  d.valueRange = util::movedRange;
   d.lower = [shapeOp](ExprPool& p, const Tensors& in, const Json& a) {
     if (isCollectiveBroadcast(a))
       throw ShapeError("the broadcast collective spans devices: it has no single-device lowering");

@@ -1,4 +1,5 @@
 // Elementwise ops: one input (functions, scalar arithmetic, cast) and two inputs (numpy broadcasting).
+#include <algorithm>
 #include <cmath>
 
 #include "core/ops/activations.h"
@@ -17,6 +18,14 @@ using AttrCheck = std::function<void(const Json&)>;
 AxisInfo sameAxes(const std::vector<TensorType>& in, const std::vector<TensorType>&, const Json&) {
   AxisInfo info;
   tieAll(info, 0, 1, in[0].shape.size());
+  return info;
+}
+
+// identity and int -> int casts move integer values unchanged.
+AxisInfo sameAxesAndValues(const std::vector<TensorType>& in, const std::vector<TensorType>& out,
+                           const Json& a) {
+  AxisInfo info = sameAxes(in, out, a);
+  if (isInteger(in[0].dtype) && isInteger(out[0].dtype)) tieValues(info, 0, 1);
   return info;
 }
 
@@ -43,10 +52,19 @@ ExprId applyFn(ExprPool& p, sym::Fn f, ExprId x) {
 }
 
 void registerUnary(std::vector<OpDef>& reg) {
-  reg.push_back(unary(
-      "identity", "x", [](ExprPool&, ExprId x, const Json&) { return x; }, nullptr, false));
-  reg.push_back(unary(
-      "neg", "-x", [](ExprPool& p, ExprId x, const Json&) { return p.neg(x); }, nullptr, false));
+  OpDef identity = unary(
+      "identity", "x", [](ExprPool&, ExprId x, const Json&) { return x; }, nullptr, false);
+  identity.axes = sameAxesAndValues;
+  identity.valueRange = movedRange;
+  reg.push_back(std::move(identity));
+  // A negated id is no id: integer values have no declared rule (pinned); the range flips.
+  OpDef neg = unary(
+      "neg", "-x", [](ExprPool& p, ExprId x, const Json&) { return p.neg(x); }, nullptr, false);
+  neg.valueRange = [](const std::vector<IntRange>& in, const Types&, const Types&, const Json&) {
+    const IntRange& r = in[0];
+    return std::vector<IntRange>{r.bounded && r.lo < r.hi ? IntRange::of(1 - r.hi, 1 - r.lo) : r};
+  };
+  reg.push_back(std::move(neg));
   const std::pair<const char*, sym::Fn> fns[] = {{"exp", sym::Fn::Exp},
                                                  {"log", sym::Fn::Log},
                                                  {"sqrt", sym::Fn::Sqrt},
@@ -107,7 +125,8 @@ void registerUnary(std::vector<OpDef>& reg) {
       throw ShapeError("cast to or from bool is not supported");
     return std::vector<TensorType>{{in[0].shape, to}};
   };
-  cast.axes = sameAxes;
+  cast.axes = sameAxesAndValues;  // int -> float: the values become numbers, no rule (pinned)
+  cast.valueRange = movedRange;
   cast.lower = [](ExprPool& p, const std::vector<SymTensor>& in, const Json& attrs) {
     DType to = dtypeAttr(attrs, "dtype", in[0].type.dtype);
     SymTensor r = st::withDType(in[0], to);
@@ -147,13 +166,42 @@ OpDef binary(std::string name, std::string summary, BinaryFn fn, bool allowInteg
   return d;
 }
 
+// Integer arithmetic: the result is no index of a declared kind (its values are pinned by the reducer),
+// but its range follows from the operands' (closed bounds [lo, hi - 1]).
+using RangeFn = IntRange (*)(int64_t alo, int64_t ahi, int64_t blo, int64_t bhi);
+void withRange(OpDef& d, RangeFn fn) {
+  d.valueRange = [fn](const std::vector<IntRange>& in, const Types& inT, const Types&, const Json&) {
+    const IntRange &a = in[0], &b = in[1];
+    if (!isInteger(inT[0].dtype) || !a.bounded || !b.bounded || a.lo >= a.hi || b.lo >= b.hi)
+      return std::vector<IntRange>{IntRange::any()};
+    return std::vector<IntRange>{fn(a.lo, a.hi - 1, b.lo, b.hi - 1)};
+  };
+}
+IntRange closed(int64_t lo, int64_t hi) {
+  return IntRange::of(lo, hi + 1);
+}
+
 void registerBinary(std::vector<OpDef>& reg) {
-  reg.push_back(binary("add", "a + b (broadcasting)", st::add, true));
-  reg.push_back(binary("sub", "a - b (broadcasting)", st::sub, true));
-  reg.push_back(binary("mul", "a * b (broadcasting)", st::mul, true));
-  reg.push_back(binary("div", "a / b (broadcasting)", st::div, false));
-  reg.push_back(binary("maximum", "max(a, b) (broadcasting)", st::maximum, true));
-  reg.push_back(binary("minimum", "min(a, b) (broadcasting)", st::minimum, true));
+  OpDef add = binary("add", "a + b (broadcasting)", st::add, true);
+  withRange(add, [](int64_t al, int64_t ah, int64_t bl, int64_t bh) { return closed(al + bl, ah + bh); });
+  OpDef sub = binary("sub", "a - b (broadcasting)", st::sub, true);
+  withRange(sub, [](int64_t al, int64_t ah, int64_t bl, int64_t bh) { return closed(al - bh, ah - bl); });
+  OpDef mul = binary("mul", "a * b (broadcasting)", st::mul, true);
+  withRange(mul, [](int64_t al, int64_t ah, int64_t bl, int64_t bh) {
+    int64_t c[] = {al * bl, al * bh, ah * bl, ah * bh};
+    return closed(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
+  });
+  OpDef maximum = binary("maximum", "max(a, b) (broadcasting)", st::maximum, true);
+  withRange(maximum, [](int64_t al, int64_t ah, int64_t bl, int64_t bh) {
+    return closed(std::max(al, bl), std::max(ah, bh));
+  });
+  OpDef minimum = binary("minimum", "min(a, b) (broadcasting)", st::minimum, true);
+  withRange(minimum, [](int64_t al, int64_t ah, int64_t bl, int64_t bh) {
+    return closed(std::min(al, bl), std::min(ah, bh));
+  });
+  OpDef div = binary("div", "a / b (broadcasting)", st::div, false);
+  for (OpDef* d : {&add, &sub, &mul, &div, &maximum, &minimum})
+    reg.push_back(std::move(*d));
 }
 }  // namespace
 

@@ -106,6 +106,10 @@ OpDef causalMaskOp() {
     tieAll(info, 0, 3, r);
     tie(info, 1, 0, 0, r - 2);
     tie(info, 2, 0, 0, r - 1);
+    // Positions along the query and key sequences, compared with each other: one kind of index.
+    indexes(info, 1, 0, r - 2);
+    indexes(info, 2, 0, r - 1);
+    tieValues(info, 1, 2);
     return info;
   };
   d.lower = [](ExprPool& p, const Tensors& in, const Json& a) {
@@ -231,6 +235,9 @@ AxisInfo attentionAxes(const Types& in, bool backward) {
   tie(info, 2, 3, 5, 3);  // dv
   markReduced(info, 0, 3, in[0].shape);
   markReduced(info, 1, 1, in[1].shape);
+  indexes(info, 3, 0, 1);  // qpos: positions along q's sequence
+  indexes(info, 4, 1, 1);  // kpos: along k's, compared with qpos
+  tieValues(info, 3, 4);
   if (backward)
     for (int k = 0; k < 3; ++k)
       tieAll(info, k, 6 + k, 4);

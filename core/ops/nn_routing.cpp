@@ -76,7 +76,14 @@ OpDef topkOp() {
     s.back() = kAttr(in, a);
     return Types{{s, in[0].dtype}, {s, DType::I64}};
   };
-  d.axes = [](const Types& in, const Types&, const Json&) { return topkAxes(in, 2); };
+  d.axes = [](const Types& in, const Types&, const Json&) {
+    AxisInfo info = topkAxes(in, 2);
+    indexes(info, 2, 0, static_cast<int>(in[0].shape.size()) - 1);  // indices are candidates (pinned)
+    return info;
+  };
+  d.valueRange = [](const std::vector<IntRange>&, const Types& in, const Types&, const Json&) {
+    return std::vector<IntRange>{IntRange::any(), IntRange::of(0, in[0].shape.back())};
+  };
   d.lower = [](ExprPool& p, const Tensors& in, const Json& a) {
     int64_t k = intAttr(a, "k");
     Shape s = in[0].shape();

@@ -64,6 +64,7 @@ OpDef embeddingOp() {
     int r = static_cast<int>(in[0].shape.size());
     tieAll(info, 0, 2, r);
     tie(info, 1, 1, 2, r);
+    indexes(info, 0, 1, 0);  // ids are rows of the (logical) table; `start` is a row offset
     if (int64_t start = intAttr(a, "start", 0)) info.boundaries.push_back({{1, 0}, start});
     return info;
   };
@@ -98,6 +99,7 @@ OpDef embeddingBackwardOp() {
     int r = static_cast<int>(in[0].shape.size());
     tieAll(info, 0, 1, r);
     tie(info, 1, r, 2, 1);
+    indexes(info, 0, 2, 0);  // ids are rows of the gradient table
     if (int64_t start = intAttr(a, "start", 0)) info.boundaries.push_back({{2, 0}, start});
     return info;
   };
@@ -129,6 +131,7 @@ OpDef oneHotOp() {
     AxisInfo info;
     int r = static_cast<int>(in[0].shape.size());
     tieAll(info, 0, 1, r);
+    indexes(info, 0, 1, r);  // ids are classes
     if (int64_t start = intAttr(a, "start", 0)) info.boundaries.push_back({{1, r}, start});
     return info;
   };
@@ -202,6 +205,7 @@ AxisInfo lossAxes(const Types& in, const std::string& red, bool backward) {
     markReduced(info, 0, 0, in[0].shape);
   if (backward) tieAll(info, 0, 4, 2);
   markReduced(info, 0, 1, in[0].shape);
+  indexes(info, 1, 0, 1);  // labels are vocabulary entries
   return info;
 }
 

@@ -1,5 +1,7 @@
 #include "core/ops/op_util.h"
 
+#include <algorithm>
+
 namespace paraproof::ops::util {
 
 std::string typeString(const TensorType& t) {
@@ -142,6 +144,38 @@ void markReduced(AxisInfo& info, int port, int axis, const Shape& shape) {
 
 void markFixed(AxisInfo& info, int port, int axis) {
   info.fixed.push_back(AxisRef{port, axis});
+}
+
+void indexes(AxisInfo& info, int idPort, int port, int axis) {
+  tie(info, idPort, kValues, port, axis);
+}
+
+void tieValues(AxisInfo& info, int portA, int portB) {
+  tie(info, portA, kValues, portB, kValues);
+}
+
+void tieAllValues(AxisInfo& info, int ports) {
+  for (int p = 1; p < ports; ++p)
+    tieValues(info, 0, p);
+}
+
+IntRange hull(const IntRange& a, const IntRange& b) {
+  if (!a.bounded || !b.bounded) return IntRange::any();
+  if (a.lo >= a.hi) return b;
+  if (b.lo >= b.hi) return a;
+  return IntRange::of(std::min(a.lo, b.lo), std::max(a.hi, b.hi));
+}
+
+std::vector<IntRange> movedRange(const std::vector<IntRange>& in, const Types& inT, const Types& outT,
+                                 const Json&) {
+  IntRange r = IntRange::of(0, 0);  // empty: no integer input
+  bool any = false;
+  for (size_t i = 0; i < inT.size() && i < in.size(); ++i)
+    if (isInteger(inT[i].dtype)) {
+      r = any ? hull(r, in[i]) : in[i];
+      any = true;
+    }
+  return std::vector<IntRange>(outT.size(), any ? r : IntRange::any());
 }
 
 int64_t scaled(int64_t value, const AxisFactor& factor, int port, int axis) {

@@ -51,6 +51,18 @@ void tieBroadcast(AxisInfo& info, int inPort, const Shape& in, int outPort, cons
 // Marks an axis reduced when it has more than one element (a size-1 axis cannot keep 2).
 void markReduced(AxisInfo& info, int port, int axis, const Shape& shape);
 void markFixed(AxisInfo& info, int port, int axis);
+// Integer values (AxisRef with axis kValues): `idPort`'s values index axis `axis` of `port`.
+void indexes(AxisInfo& info, int idPort, int port, int axis);
+// The values of ports a and b are the same kind of index (moved, compared with each other).
+void tieValues(AxisInfo& info, int portA, int portB);
+// Data movement: the values of every port 0..ports-1 are the same kind (only integer ports matter).
+void tieAllValues(AxisInfo& info, int ports);
+
+// Value ranges (OpDef::valueRange). Data movement: every integer output holds values of the integer
+// inputs, so the hull of their ranges.
+IntRange hull(const IntRange& a, const IntRange& b);
+std::vector<IntRange> movedRange(const std::vector<IntRange>& in, const Types& inT, const Types& outT,
+                                 const Json& attrs);
 
 // Divides a full-size index value by the axis scale factor (the shape reducer guarantees divisibility).
 int64_t scaled(int64_t value, const AxisFactor& factor, int port, int axis);

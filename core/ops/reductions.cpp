@@ -52,8 +52,9 @@ OpDef reduction(std::string name, Kind kind) {
     }
     return Types{{out, in[0].dtype}};
   };
-  d.axes = [](const Types& in, const Types&, const Json& a) {
+  d.axes = [kind](const Types& in, const Types&, const Json& a) {
     AxisInfo info;
+    if (kind == Kind::Max) tieValues(info, 0, 1);  // a max of ids is one of them; a sum is not an id
     std::vector<int> dims = reduceDims(a, in[0].shape.size());
     bool keep = boolAttr(a, "keepdim", false);
     int j = 0;
@@ -67,6 +68,7 @@ OpDef reduction(std::string name, Kind kind) {
     }
     return info;
   };
+  if (kind == Kind::Max) d.valueRange = movedRange;
   d.lower = [kind](ExprPool& p, const Tensors& in, const Json& a) {
     std::vector<int> dims = reduceDims(a, in[0].shape().size());
     bool keep = boolAttr(a, "keepdim", false);

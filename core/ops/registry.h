@@ -27,17 +27,25 @@ struct ShapeError : std::runtime_error {
 };
 
 // Axis structure for shape reduction. Ports number the inputs 0..n-1 then the outputs n..n+m-1.
+// `axis == kValues` names the *values* of an integer port rather than one of its dimensions: integer
+// tensors (token ids, labels, positions, expert ids) index positions along some axis, and their values
+// must scale with that axis (docs/soundness.md, "Integer values").
+inline constexpr int kValues = -1;
 struct AxisRef {
   int port = 0;
   int axis = 0;
 };
 struct AxisInfo {
   // Pairs of axes that index the same dimension (equal, or one a sub-range of the other as in
-  // slice/concat/all_gather). Both get the same scale factor.
+  // slice/concat/all_gather). Both get the same scale factor. A pair (values of p, axis (q, a)) says "the
+  // values of port p index axis (q, a)"; a pair of two value refs says "the same kind of index" (data
+  // movement, comparisons of positions). An integer port whose values appear in no tie and no `fixed`
+  // entry has no declared rule: the reducer pins its values' class (they keep their full-size meaning).
   std::vector<std::pair<AxisRef, AxisRef>> ties;
   // Axes that are contracted or reduced over: their reduced extent stays >= 2.
   std::vector<AxisRef> reduced;
-  // Index values (offsets, split points) along an axis, in full-size units: they must stay divisible.
+  // Index values (offsets, split points, an id offset `start`) along an axis, in full-size units: they
+  // must stay divisible.
   std::vector<std::pair<AxisRef, int64_t>> boundaries;
   // Reshape: the product of axes `from` (contiguous, one port) equals the product of axes `to` (another).
   struct Product {
@@ -50,6 +58,15 @@ struct AxisInfo {
 };
 
 using AxisFactor = std::function<int64_t(AxisRef)>;  // scale factor chosen for an axis
+
+// The values an integer tensor can hold: [lo, hi), or any integer when unbounded.
+struct IntRange {
+  bool bounded = false;
+  int64_t lo = 0, hi = 0;
+  static IntRange any() { return {}; }
+  static IntRange of(int64_t lo, int64_t hi) { return {true, lo, hi}; }
+  bool operator==(const IntRange&) const = default;
+};
 
 struct OpDef {
   std::string name;
@@ -67,6 +84,11 @@ struct OpDef {
   std::function<Json(const Json& attrs, const std::vector<TensorType>& reducedIn,
                      const std::vector<TensorType>& reducedOut, const AxisFactor& factor)>
       rescale;
+  // Ranges of the integer outputs given the ranges of the integer inputs (entries for float ports are
+  // unbounded and ignored); null: every integer output may hold any integer.
+  std::function<std::vector<IntRange>(const std::vector<IntRange>& in, const std::vector<TensorType>& inT,
+                                      const std::vector<TensorType>& outT, const Json& attrs)>
+      valueRange;
   // Semantics of a single-device op.
   std::function<std::vector<SymTensor>(sym::ExprPool& pool, const std::vector<SymTensor>& in,
                                        const Json& attrs)>

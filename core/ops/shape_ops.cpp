@@ -24,11 +24,16 @@ OpDef constantOp() {
       throw ShapeError("attribute `value` must be an integer for dtype " + std::string(dtypeName(t)));
     return Types{{s, t}};
   };
+  // An integer constant is a fixed number: as an index it has no rule, so its values' class is pinned.
   d.axes = [](const Types&, const Types&, const Json&) { return AxisInfo{}; };
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor&) {
     Json r = a;
     r["shape"] = out[0].shape;
     return r;
+  };
+  d.valueRange = [](const std::vector<IntRange>&, const Types&, const Types&, const Json& a) {
+    auto v = static_cast<int64_t>(numAttr(a, "value"));
+    return std::vector<IntRange>{IntRange::of(v, v + 1)};
   };
   d.lower = [](ExprPool& p, const Tensors&, const Json& a) {
     DType t = dtypeAttr(a, "dtype", DType::F32);
@@ -47,10 +52,21 @@ OpDef iotaOp() {
     intAttr(a, "start", 0);
     return Types{{{n}, dtypeAttr(a, "dtype", DType::I64)}};
   };
-  d.axes = [](const Types&, const Types&, const Json& a) {
+  // Element i holds position start + i: the values index the output's own axis (whatever that axis
+  // stands for: sequence positions, rows of a position table), so they scale with it and `start` is a
+  // boundary of that class. As floats the positions become numbers: the axis keeps its full extent.
+  d.axes = [](const Types&, const Types& out, const Json& a) {
     AxisInfo info;
     if (int64_t start = intAttr(a, "start", 0)) info.boundaries.push_back({{0, 0}, start});
+    if (isInteger(out[0].dtype))
+      indexes(info, 0, 0, 0);
+    else
+      markFixed(info, 0, 0);
     return info;
+  };
+  d.valueRange = [](const std::vector<IntRange>&, const Types&, const Types&, const Json& a) {
+    int64_t n = intAttr(a, "n"), start = intAttr(a, "start", 0);
+    return std::vector<IntRange>{IntRange::of(start, start + n)};
   };
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor& f) {
     Json r = a;
@@ -141,8 +157,11 @@ OpDef reshapeOp() {
     return Types{{reshapeTarget(in[0].shape, a), in[0].dtype}};
   };
   d.axes = [](const Types& in, const Types& out, const Json&) {
-    return reshapeAxes(in[0].shape, out[0].shape);
+    AxisInfo info = reshapeAxes(in[0].shape, out[0].shape);
+    tieValues(info, 0, 1);
+    return info;
   };
+  d.valueRange = movedRange;
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor&) {
     Json r = a;
     r["shape"] = out[0].shape;
@@ -187,8 +206,10 @@ OpDef transposeOp() {
     std::vector<int> perm = permAttr(a, in[0].shape.size());
     for (size_t i = 0; i < perm.size(); ++i)
       tie(info, 0, perm[i], 1, static_cast<int>(i));
+    tieValues(info, 0, 1);
     return info;
   };
+  d.valueRange = movedRange;
   d.lower = [](ExprPool&, const Tensors& in, const Json& a) {
     return Tensors{st::transpose(in[0], permAttr(a, in[0].shape().size()))};
   };
@@ -225,8 +246,10 @@ OpDef sliceOp() {
     tieAll(info, 0, 1, in[0].shape.size());
     info.boundaries.push_back({{0, s.dim}, s.start});
     info.boundaries.push_back({{0, s.dim}, s.end});
+    tieValues(info, 0, 1);
     return info;
   };
+  d.valueRange = movedRange;
   d.rescale = [](const Json& a, const Types& in, const Types&, const AxisFactor& f) {
     Json r = a;
     int dim = dimAttr(a, "dim", in[0].shape.size());
@@ -275,8 +298,10 @@ OpDef concatOp() {
       if (k > 0) info.boundaries.push_back({{n, dim}, offset});
       offset += in[k].shape[dim];
     }
+    tieAllValues(info, n + 1);
     return info;
   };
+  d.valueRange = movedRange;
   d.lower = [](ExprPool&, const Tensors& in, const Json& a) {
     return Tensors{st::concat(in, dimAttr(a, "dim", in[0].shape().size()))};
   };
@@ -322,8 +347,10 @@ OpDef splitOp() {
       if (k > 0) info.boundaries.push_back({{0, dim}, offset});
       offset += sizes[k];
     }
+    tieAllValues(info, 1 + static_cast<int>(out.size()));
     return info;
   };
+  d.valueRange = movedRange;
   d.rescale = [](const Json& a, const Types& in, const Types&, const AxisFactor& f) {
     Json r = a;
     int dim = dimAttr(a, "dim", in[0].shape.size());
@@ -367,8 +394,10 @@ OpDef broadcastToDef() {
   d.axes = [](const Types& in, const Types& out, const Json&) {
     AxisInfo info;
     tieBroadcast(info, 0, in[0].shape, 1, out[0].shape);
+    tieValues(info, 0, 1);
     return info;
   };
+  d.valueRange = movedRange;
   d.rescale = [](const Json& a, const Types&, const Types& out, const AxisFactor&) {
     Json r = a;
     r["shape"] = out[0].shape;
@@ -403,8 +432,13 @@ OpDef gatherOp() {
       tie(info, 1, i, 2, i);
       if (i != dim) tie(info, 0, i, 2, i);
     }
-    markFixed(info, 0, dim);  // idx values index it
+    markFixed(info, 0, dim);  // idx values index it, and out-of-range ids read 0
+    indexes(info, 1, 0, dim);
+    tieValues(info, 0, 2);
     return info;
+  };
+  d.valueRange = [](const std::vector<IntRange>& in, const Types&, const Types&, const Json&) {
+    return std::vector<IntRange>{hull(in[0], IntRange::of(0, 1))};  // x's values, or 0 out of range
   };
   d.lower = [](ExprPool& p, const Tensors& in, const Json& a) {
     const SymTensor &x = in[0], &idx = in[1];

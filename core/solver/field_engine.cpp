@@ -19,6 +19,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace f = field;
 
+// Unbounded integer inputs (they index nothing) are sampled from [-kUnboundedWindow/2, kUnboundedWindow/2).
+constexpr uint64_t kUnboundedWindow = uint64_t{1} << 16;
+
 uint64_t splitmix(uint64_t& s) {
   return f::mix(s += 0x9e3779b97f4a7c15ull);
 }
@@ -94,11 +97,15 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
           out = splitmix(s) & 1;
         } else {
           // Integers cycle through their whole range over the trials (a fixed random start per variable), so
-          // an index-dependent difference on a small vocabulary is not left to luck.
-          uint64_t width = v.hi > v.lo ? static_cast<uint64_t>(v.hi - v.lo) : 1;
+          // an index-dependent difference on a small vocabulary is not left to luck. An unbounded integer
+          // (it indexes nothing) takes random values in a window around 0.
+          const bool bounded = v.hi > v.lo;
+          uint64_t width = bounded ? static_cast<uint64_t>(v.hi - v.lo) : kUnboundedWindow;
+          int64_t lo = bounded ? v.lo : -static_cast<int64_t>(kUnboundedWindow / 2);
           uint64_t shift = f::mix(seed_ ^ (uint64_t{n.var} * 0x9e3779b97f4a7c15ull)) % width;
           out = static_cast<uint64_t>(
-              v.lo + static_cast<int64_t>((shift + static_cast<uint64_t>(intRound)) % width));
+              lo + static_cast<int64_t>(bounded ? (shift + static_cast<uint64_t>(intRound)) % width
+                                                : splitmix(s) % width));
         }
         break;
       }
@@ -222,8 +229,10 @@ std::optional<Counterexample> FieldEngine::concretise(const Problem& p, uint64_t
     for (size_t v = 0; v < vars.size(); ++v) {
       const sym::VarInfo& info = vars[v];
       if (info.sort != sym::Sort::Real) {
-        int64_t width = info.hi > info.lo ? info.hi - info.lo : 1;
-        x[v] = static_cast<double>(info.lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(width)));
+        const bool bounded = info.hi > info.lo;
+        int64_t width = bounded ? info.hi - info.lo : 7;  // unbounded: small integers around 0
+        x[v] = static_cast<double>((bounded ? info.lo : -3) +
+                                   static_cast<int64_t>(rng() % static_cast<uint64_t>(width)));
       } else if (attempt % 3 == 0) {
         x[v] = static_cast<double>(static_cast<int>(rng() % 7) - 3);
       } else if (attempt % 3 == 1) {

@@ -105,16 +105,19 @@ void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std
         s.add(pin);  // the current model already satisfies it: free
         break;
       }
-      if (checks >= options_.minimiseChecks) break;
+      if (checks >= options_.minimiseChecks || Clock::now() >= until) return;
       ++checks;
       s.push();
       s.add(pin);
-      if (s.check() == z3::sat) {
+      const z3::check_result res = s.check();
+      if (res == z3::sat) {
         model = s.get_model();
         values = readModel(run, model, enc);
         break;
       }
       s.pop();
+      // Interrupted (the engine fires once at `until`): every further check would run unbounded.
+      if (res == z3::unknown) return;
     }
   }
 }

@@ -58,20 +58,15 @@ Box fullBox(const Shape& s) {
 
 class Lowering {
  public:
-  Lowering(const Plan& plan, const Stage& stage, solver::Problem& pb, const std::atomic<bool>* cancel)
-      : plan_(plan), stage_(stage), pb_(pb), pool_(pb.pool), device_(plan.devices.size()), cancel_(cancel) {
-    intHi_ = 2;
-    auto widen = [this](const Shape& s) {
-      for (int64_t d : s)
-        intHi_ = std::max(intHi_, d);
-    };
-    for (OpId o : stage.logicalOps)
-      for (ValueId v : plan.logical.ops[o].inputs)
-        widen(plan.logical.values[v].type.shape);
-    for (const DeviceOp& d : stage.deviceOps)
-      for (ValueId v : plan.devices[d.device].graph.ops[d.op].inputs)
-        widen(plan.devices[d.device].graph.values[v].type.shape);
-  }
+  Lowering(const Plan& plan, const Stage& stage, const IntDomains& domains, solver::Problem& pb,
+           const std::atomic<bool>* cancel)
+      : plan_(plan),
+        stage_(stage),
+        domains_(domains),
+        pb_(pb),
+        pool_(pb.pool),
+        device_(plan.devices.size()),
+        cancel_(cancel) {}
 
   void run() {
     for (OpId o : stage_.logicalOps)
@@ -92,19 +87,21 @@ class Lowering {
     auto it = logical_.find(v);
     if (it != logical_.end()) return it->second;
     const Value& val = plan_.logical.values[v];
-    SymTensor t = freeTensor(val.name, val.type, "");
+    SymTensor t = freeTensor(val.name, val.type, domains_.logical.at(v));
     pb_.logicalInputs.push_back({val.name, kNone, val.type.shape, t.elems});
     return logical_.emplace(v, std::move(t)).first->second;
   }
 
-  SymTensor freeTensor(const std::string& name, const TensorType& type, const std::string& prefix) {
+  // Integer elements range over `range` (unbounded: lo == hi, any integer).
+  SymTensor freeTensor(const std::string& name, const TensorType& type, const ops::IntRange& range) {
     SymTensor t{type, {}};
     const int64_t n = numElements(type.shape);
     t.elems.reserve(n);
-    bool isInt = isInteger(type.dtype);
+    const bool isInt = isInteger(type.dtype), bounded = isInt && range.bounded && range.lo < range.hi;
     for (int64_t i = 0; i < n; ++i) {
-      sym::VarInfo info{prefix + name + indexString(ops::unflatIndex(type.shape, i)),
-                        isInt ? sym::Sort::Int : sym::Sort::Real, 0, isInt ? intHi_ : 0};
+      sym::VarInfo info{name + indexString(ops::unflatIndex(type.shape, i)),
+                        isInt ? sym::Sort::Int : sym::Sort::Real, bounded ? range.lo : 0,
+                        bounded ? range.hi : 0};
       t.elems.push_back(pool_.var(std::move(info)));
     }
     return t;
@@ -167,7 +164,8 @@ class Lowering {
       TensorType tt{ext, whole.type.dtype};
       std::vector<ExprId> rest = target;
       for (int k = 0; k + 1 < lin.parts; ++k) {
-        ps[k] = freeTensor(lin.tensor + ".part" + std::to_string(k), tt, "").elems;
+        // A value part of an integer tensor may hold any integer: only the sum is in the domain.
+        ps[k] = freeTensor(lin.tensor + ".part" + std::to_string(k), tt, ops::IntRange::any()).elems;
         for (size_t i = 0; i < rest.size(); ++i)
           rest[i] = pool_.sub(rest[i], ps[k][i]);
       }
@@ -362,22 +360,27 @@ class Lowering {
 
   const Plan& plan_;
   const Stage& stage_;
+  const IntDomains& domains_;
   solver::Problem& pb_;
   sym::ExprPool& pool_;
   std::unordered_map<ValueId, SymTensor> logical_;
   std::vector<std::unordered_map<ValueId, SymTensor>> device_;
   std::vector<std::vector<bool>> inStage_;  // [device][op]: the op belongs to this stage
   std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<ExprId>>> parts_;
-  int64_t intHi_;
   const std::atomic<bool>* cancel_;
 };
 
 }  // namespace
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel) {
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                           const std::atomic<bool>* cancel) {
   solver::Problem pb;
-  Lowering(plan, stage, pb, cancel).run();
+  Lowering(plan, stage, domains, pb, cancel).run();
   return pb;
+}
+
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel) {
+  return lowerStage(plan, stage, intDomains(plan), cancel);
 }
 
 }  // namespace paraproof::stage

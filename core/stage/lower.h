@@ -7,6 +7,7 @@
 
 #include "core/plan/plan.h"
 #include "core/solver/problem.h"
+#include "core/stage/int_domains.h"
 #include "core/stage/stage.h"
 
 namespace paraproof::stage {
@@ -21,6 +22,9 @@ struct LoweringCancelled : std::runtime_error {
   LoweringCancelled() : std::runtime_error("cancelled while lowering") {}
 };
 
+// `domains`: intDomains(plan), computed once per plan (the overload without computes it).
+solver::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                           const std::atomic<bool>* cancel = nullptr);
 solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace paraproof::stage

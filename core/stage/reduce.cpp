@@ -1,11 +1,11 @@
-// Shape reduction by per-dimension scale factors. Every axis of every value (logical and device) is a node;
-// ops tie axes that index the same dimension, lineage ties a device axis to its logical axis. Each class of
-// tied axes gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split
-// points) must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of
+// Shape reduction by per-dimension scale factors over the plan's axis classes (axis_graph.h: every axis of
+// every value, and the values of every integer tensor, which scale with the axis they index). Each class
+// gets one factor f: all its extents and index boundaries (lineage box ends, slice offsets, split points,
+// id offsets) must be divisible by f, and every extent >= 2 must stay >= 2. Reshapes require the product of
 // factors to match on both sides. The reduced plan is re-inferred op by op; any disagreement falls back to
 // the full-size plan, so reduction can only make checking faster, never unsound.
 #include "core/stage/reduce.h"
-#include "core/stage/union_find.h"
+#include "core/stage/axis_graph.h"
 
 #include <algorithm>
 #include <numeric>
@@ -26,33 +26,10 @@ struct ClassInfo {
 // Graph 0 is the logical graph, graph d+1 is device d.
 class Reducer {
  public:
-  explicit Reducer(const Plan& plan) : plan_(plan) {
-    graphs_.push_back(&plan.logical);
-    for (const Device& d : plan.devices)
-      graphs_.push_back(&d.graph);
-    size_t n = 0;
-    for (const Graph* g : graphs_) {
-      std::vector<size_t> offs;
-      for (const Value& v : g->values) {
-        offs.push_back(n);
-        n += v.type.shape.size();
-      }
-      axisBase_.push_back(std::move(offs));
-    }
-    uf_ = std::make_unique<UnionFind>(n);
-    extent_.resize(n);
-    for (size_t g = 0; g < graphs_.size(); ++g)
-      for (size_t v = 0; v < graphs_[g]->values.size(); ++v)
-        for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a)
-          extent_[axisBase_[g][v] + a] = graphs_[g]->values[v].type.shape[a];
-    pinnedAxes_.assign(n, false);
-  }
+  explicit Reducer(const Plan& plan) : plan_(plan), ag_(plan) {}
 
   ReducedPlan run() {
     ReducedPlan out;
-    for (size_t g = 0; g < graphs_.size(); ++g)
-      collectOps(g);
-    collectLineage();
     chooseFactors();
     out.plan = plan_;
     std::string why;
@@ -61,7 +38,7 @@ class Reducer {
       out.notes.push_back("shape reduction skipped (" + why + "): checking at full size");
       return out;
     }
-    for (const Graph* g : graphs_)
+    for (const Graph* g : ag_.graphs())
       for (const Value& v : g->values)
         out.elementsBefore += numElements(v.type.shape);
     out.elementsAfter = 0;
@@ -78,8 +55,6 @@ class Reducer {
   }
 
  private:
-  size_t axis(size_t g, ValueId v, int a) const { return axisBase_[g][v] + a; }
-
   ValueId portValue(const Op& op, int port) const {
     int nIn = static_cast<int>(op.inputs.size());
     return port < nIn ? op.inputs.at(port) : op.outputs.at(port - nIn);
@@ -90,74 +65,6 @@ class Reducer {
     for (ValueId v : vs)
       t.push_back(g.values[v].type);
     return t;
-  }
-
-  void pinValue(size_t g, ValueId v) {
-    for (size_t a = 0; a < graphs_[g]->values[v].type.shape.size(); ++a)
-      pinnedAxes_[axis(g, v, a)] = true;
-  }
-
-  void collectOps(size_t g) {
-    const Graph& graph = *graphs_[g];
-    for (const Op& op : graph.ops) {
-      const ops::OpDef* def = ops::findOp(op.kind);
-      ops::AxisInfo info;
-      bool ok = def && def->axes;
-      if (ok) {
-        try {
-          info = def->axes(types(graph, op.inputs), types(graph, op.outputs), op.attrs);
-        } catch (const std::exception&) {
-          ok = false;
-        }
-      }
-      if (!ok) {
-        for (ValueId v : op.inputs)
-          pinValue(g, v);
-        for (ValueId v : op.outputs)
-          pinValue(g, v);
-        continue;
-      }
-      auto ax = [&](ops::AxisRef r) { return axis(g, portValue(op, r.port), r.axis); };
-      for (const auto& [a, b] : info.ties)
-        uf_->unite(ax(a), ax(b));
-      // Axes that data indexes along (gather sources, top-k candidates) keep their full size.
-      for (auto r : info.fixed)
-        pinnedAxes_[ax(r)] = true;
-      for (const auto& [r, value] : info.boundaries)
-        boundaries_.push_back({ax(r), value});
-      for (const auto& p : info.products) {
-        Product prod;
-        for (auto r : p.from)
-          prod.from.push_back(ax(r));
-        for (auto r : p.to)
-          prod.to.push_back(ax(r));
-        products_.push_back(std::move(prod));
-      }
-    }
-  }
-
-  void collectLineage() {
-    for (size_t d = 0; d < plan_.devices.size(); ++d) {
-      const Device& dev = plan_.devices[d];
-      for (const auto& [v, lin] : dev.lineage) {
-        ValueId lv = plan_.logical.findValue(lin.tensor);
-        if (lv == kNone) continue;
-        const Shape& ls = plan_.logical.values[lv].type.shape;
-        const Shape& ds = dev.graph.values[v].type.shape;
-        if (ls.size() != ds.size()) {
-          pinValue(d + 1, v);
-          pinValue(0, lv);
-          continue;
-        }
-        for (size_t a = 0; a < ls.size(); ++a) {
-          uf_->unite(axis(d + 1, v, a), axis(0, lv, a));
-          if (a < lin.box.ranges.size()) {
-            boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].first});
-            boundaries_.push_back({axis(0, lv, a), lin.box.ranges[a].second});
-          }
-        }
-      }
-    }
   }
 
   static int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
@@ -172,21 +79,22 @@ class Reducer {
   }
 
   void chooseFactors() {
-    const size_t n = extent_.size();
+    const size_t n = ag_.size();
     std::vector<ClassInfo> cls(n);
     for (size_t a = 0; a < n; ++a) {
-      ClassInfo& c = cls[uf_->find(a)];
-      c.gcd = std::gcd(c.gcd, extent_[a]);
-      if (extent_[a] >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, extent_[a]) : extent_[a];
-      c.pinned |= pinnedAxes_[a];
+      ClassInfo& c = cls[ag_.find(a)];
+      const int64_t e = ag_.extent(a);  // 0 for the values of an integer tensor: no constraint
+      c.gcd = std::gcd(c.gcd, e);
+      if (e >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, e) : e;
+      c.pinned = c.pinned || ag_.pinned(a);
     }
-    for (const auto& [a, value] : boundaries_) {
-      ClassInfo& c = cls[uf_->find(a)];
+    for (const auto& [a, value] : ag_.boundaries()) {
+      ClassInfo& c = cls[ag_.find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
     }
     factor_.assign(n, 1);
     for (size_t a = 0; a < n; ++a) {
-      if (uf_->find(a) != a) continue;
+      if (ag_.find(a) != a) continue;
       const ClassInfo& c = cls[a];
       if (c.pinned || c.minExtent < 4) continue;  // extents below 4 cannot shrink while staying >= 2
       factor_[a] = largestDivisorAtMost(c.gcd, c.minExtent / 2);
@@ -194,18 +102,18 @@ class Reducer {
     // Reshapes: the product of factors must agree on both sides; lower factors until they do.
     for (bool changed = true; changed;) {
       changed = false;
-      for (const Product& p : products_) {
+      for (const AxisGraph::Product& p : ag_.products()) {
         int64_t f = 1, t = 1;
         for (size_t a : p.from)
-          f *= factor_[uf_->find(a)];
+          f *= factor_[ag_.find(a)];
         for (size_t a : p.to)
-          t *= factor_[uf_->find(a)];
+          t *= factor_[ag_.find(a)];
         if (f == t) continue;
         int64_t g = std::gcd(f, t);
         for (const auto* side : {&p.from, &p.to}) {
           int64_t target = g;
           for (size_t a : *side) {
-            int64_t& fa = factor_[uf_->find(a)];
+            int64_t& fa = factor_[ag_.find(a)];
             int64_t nf = std::gcd(fa, target);
             target /= nf;
             if (nf != fa) {
@@ -218,7 +126,10 @@ class Reducer {
     }
   }
 
-  int64_t factorOf(size_t a) { return factor_[uf_->find(a)]; }
+  int64_t factorOf(size_t a) { return a == kNoNode ? 1 : factor_[ag_.find(a)]; }
+  int64_t factorOf(size_t g, ValueId v, int a) {
+    return factorOf(a == ops::kValues ? ag_.values(g, v) : ag_.axis(g, v, a));
+  }
 
   bool rebuild(Plan& out, std::string& why) {
     std::vector<Graph*> graphs{&out.logical};
@@ -228,7 +139,7 @@ class Reducer {
       Graph& graph = *graphs[g];
       for (size_t v = 0; v < graph.values.size(); ++v)
         for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a) {
-          int64_t f = factorOf(axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
+          int64_t f = factorOf(ag_.axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
           int64_t& e = graph.values[v].type.shape[a];
           if (e % f) {
             why = "extent not divisible";
@@ -244,9 +155,7 @@ class Reducer {
         if (!def) continue;
         std::vector<TensorType> in = types(graph, op.inputs), outT = types(graph, op.outputs);
         if (def->rescale) {
-          ops::AxisFactor factor = [&](ops::AxisRef r) {
-            return factorOf(axis(g, portValue(op, r.port), r.axis));
-          };
+          ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
           try {
             op.attrs = def->rescale(op.attrs, in, outT, factor);
           } catch (const std::exception& e) {
@@ -270,7 +179,7 @@ class Reducer {
         ValueId lv = out.logical.findValue(lin.tensor);
         if (lv == kNone) continue;
         for (size_t a = 0; a < lin.box.ranges.size(); ++a) {
-          int64_t f = factorOf(axis(0, lv, static_cast<int>(a)));
+          int64_t f = factorOf(ag_.axis(0, lv, static_cast<int>(a)));
           auto& [s, e] = lin.box.ranges[a];
           if (s % f || e % f) {
             why = "lineage box of '" + dev.graph.values[v].name + "' not divisible";
@@ -283,18 +192,8 @@ class Reducer {
     return true;
   }
 
-  struct Product {
-    std::vector<size_t> from, to;
-  };
-
   const Plan& plan_;
-  std::vector<const Graph*> graphs_;
-  std::vector<std::vector<size_t>> axisBase_;
-  std::unique_ptr<UnionFind> uf_;
-  std::vector<int64_t> extent_;
-  std::vector<bool> pinnedAxes_;
-  std::vector<std::pair<size_t, int64_t>> boundaries_;
-  std::vector<Product> products_;
+  AxisGraph ag_;
   std::vector<int64_t> factor_;
 };
 

@@ -193,6 +193,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   const Plan& work = reduced.plan;
 
   std::vector<stage::Stage> stages = stage::cutStages(work);
+  const stage::IntDomains domains = stage::intDomains(work);
   for (const auto& s : stages)
     rep.stages.push_back(describe(work, s));
   rep.results.resize(stages.size());
@@ -227,7 +228,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
       StageResult res;
       solver::Problem pb;
       try {
-        pb = stage::lowerStage(work, stages[i], cancel);
+        pb = stage::lowerStage(work, stages[i], domains, cancel);
       } catch (const stage::LoweringCancelled&) {
         break;
       } catch (const std::exception& e) {
