@@ -451,7 +451,7 @@ class TestGenerator : public QObject {
   }
 
   void zooHasTheRealConfigurations() {
-    QCOMPARE(static_cast<int>(models::modelZoo().size()), 8);
+    QCOMPARE(static_cast<int>(models::modelZoo().size()), 11);
     const models::ModelConfig* m = models::findModel("llama3-8b");
     QVERIFY(m);
     QCOMPARE(m->layers, 32);

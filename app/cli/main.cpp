@@ -24,6 +24,9 @@ const char* kUsage =
     "  models [--json]        the model zoo with the real configurations\n"
     "  bugs [--json]          the bug catalog\n"
     "  inspect PLAN.json      summary: devices, ops, collectives, stages\n"
+    "  mutate --model NAME --parallel ... --count N --seed S [--jobs J]\n"
+    "                         mutation testing: random semantic mutations, an end-to-end oracle, the "
+    "verifier\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive\n"
     "run 'paraproof <command> --help' for a command's options\n";
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return paraproof::cli::runGenerate(args);
     if (cmd == "models") return paraproof::cli::runModels(args);
     if (cmd == "bugs") return paraproof::cli::runBugs(args);
+    if (cmd == "mutate") return paraproof::cli::runMutate(args);
   } catch (const paraproof::cli::UsageError& e) {
     std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
     return 2;

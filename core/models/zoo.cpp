@@ -71,6 +71,27 @@ std::vector<ModelConfig> buildZoo() {
   tiny.note = "test model: Llama structure (RMSNorm, RoPE, GQA, SwiGLU) at toy size, tied embedding/output";
   zoo.push_back(tiny);
 
+  // Micro models: small enough that a whole training step can be evaluated at full shape (the end-to-end
+  // oracle of `paraproof mutate` does that for every mutant).
+  ModelConfig micro = llama("llama-micro", 2, 8, 4, 16);
+  micro.kvHeads = 2;
+  micro.vocab = 16;
+  micro.note =
+      "test model: Llama structure (RMSNorm, RoPE, GQA, SwiGLU) at micro size, untied embedding/output";
+  zoo.push_back(micro);
+  ModelConfig gptMicro = micro;
+  gptMicro.name = "gpt-micro";
+  gptMicro.tiedEmbedding = true;
+  gptMicro.note = "test model: as llama-micro with the output head tied to the token embedding";
+  zoo.push_back(gptMicro);
+  // Layer 0 dense, layer 1 MoE: V3 routing (sigmoid scores, 2 groups of 2 experts, best group only),
+  // a shared expert, routed scaling; MLA with a q low-rank projection.
+  MoeConfig microMoe{4, 1, 2, 4, 2, 1, true, 2.5, 1};
+  ModelConfig dsMicro = deepseek("dsv3-micro", 2, 8, 2, 16, 16, MlaConfig{4, 4, 2, 2, 2}, microMoe);
+  dsMicro.note =
+      "test model: DeepSeek structure (MLA, MoE with a shared expert, group-limited top-k) at micro size";
+  zoo.push_back(dsMicro);
+
   zoo.push_back(llama("llama3-8b", 32, 4096, 32, 14336));
   zoo.push_back(llama("llama3-70b", 80, 8192, 64, 28672));
   zoo.push_back(llama("llama3-405b", 126, 16384, 128, 53248));

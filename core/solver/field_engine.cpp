@@ -50,7 +50,8 @@ uint64_t sat(uint64_t a, uint64_t b) {
 
 class FieldEngine final : public Engine {
  public:
-  FieldEngine(int trials, uint64_t seed) : trials_(std::max(1, trials)), seed_(seed) {}
+  FieldEngine(int trials, uint64_t seed, bool proveDivisors)
+      : trials_(std::max(1, trials)), seed_(seed), proveDivisors_(proveDivisors) {}
   std::string name() const override { return "random"; }
   Result check(const Problem& problem, const Budget& budget) override;
 
@@ -65,6 +66,7 @@ class FieldEngine final : public Engine {
 
   int trials_;
   uint64_t seed_;
+  bool proveDivisors_;
   std::vector<uint64_t> val_;  // one field value per pool node, reused across trials
   std::vector<double> num_;    // the same node in double precision: decides comparisons
   std::vector<uint8_t> def_;   // the node's field value is defined (no zero divisor on the taken path)
@@ -522,7 +524,7 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
                " had a comparison too close to call)";
     return finish(r);
   }
-  if (std::string why = cover.problem(problem.pool); !why.empty()) {
+  if (std::string why = proveDivisors_ ? cover.problem(problem.pool) : ""; !why.empty()) {
     r.reason = why + "; needs the proof engine";
     return finish(r);
   }
@@ -540,8 +542,8 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
 
 }  // namespace
 
-std::unique_ptr<Engine> makeFieldEngine(int trials, uint64_t seed) {
-  return std::make_unique<FieldEngine>(trials, seed);
+std::unique_ptr<Engine> makeFieldEngine(int trials, uint64_t seed, bool proveDivisors) {
+  return std::make_unique<FieldEngine>(trials, seed, proveDivisors);
 }
 
 }  // namespace paraproof::solver

@@ -1,0 +1,132 @@
+#include "core/verify/end_to_end.h"
+
+#include <chrono>
+#include <set>
+#include <sstream>
+
+#include "core/solver/engine.h"
+#include "core/stage/lower.h"
+#include "core/stage/stage.h"
+
+namespace paraproof::verify {
+
+const char* effectName(Effect e) {
+  switch (e) {
+    case Effect::Unchanged:
+      return "unchanged";
+    case Effect::Changed:
+      return "changed";
+    case Effect::Undecided:
+      return "undecided";
+  }
+  return "?";
+}
+
+namespace {
+
+// The whole plan as one stage whose only obligations are the device graphs' outputs: what every device
+// holds after the step. Intermediate lineage is not checked (it is the verifier's business, not the result).
+stage::Stage wholePlan(const Plan& plan) {
+  stage::Stage s;
+  for (OpId o = 0; o < static_cast<OpId>(plan.logical.ops.size()); ++o)
+    s.logicalOps.push_back(o);
+  for (int d = 0; d < static_cast<int>(plan.devices.size()); ++d) {
+    const Device& dev = plan.devices[d];
+    for (OpId o = 0; o < static_cast<OpId>(dev.graph.ops.size()); ++o)
+      s.deviceOps.push_back({d, o});
+    std::set<ValueId> seen;
+    for (ValueId v : dev.graph.outputs)
+      if (dev.lineage.count(v) && seen.insert(v).second) s.checked.push_back({d, v});
+  }
+  return s;
+}
+
+std::string describe(const solver::Obligation& o, const solver::Mismatch& m) {
+  std::ostringstream os;
+  os << (o.device == kNone ? std::string("parts") : "rank " + std::to_string(o.device)) << " " << o.tensor
+     << " vs " << o.logicalTensor << "[";
+  for (size_t i = 0; i < o.index.size(); ++i)
+    os << (i ? "," : "") << o.index[i];
+  os << "]: expected " << m.expected << ", actual " << m.actual;
+  return os.str();
+}
+
+// A copy of `plan` in which every device output whose lineage differs from the reference's output at the
+// same position also feeds an identity carrying the reference lineage, appended as an extra output: the
+// whole-plan problem then checks both claims.
+bool withReferenceOutputs(const Plan& plan, const Plan& ref, Plan& out) {
+  if (plan.devices.size() != ref.devices.size()) return false;
+  out = plan;
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device &mine = plan.devices[d], &theirs = ref.devices[d];
+    if (mine.rank != theirs.rank || mine.graph.outputs.size() != theirs.graph.outputs.size()) return false;
+    Device& dev = out.devices[d];
+    for (size_t k = 0; k < mine.graph.outputs.size(); ++k) {
+      auto want = theirs.lineage.find(theirs.graph.outputs[k]);
+      if (want == theirs.lineage.end()) continue;
+      const ValueId v = mine.graph.outputs[k];
+      auto have = mine.lineage.find(v);
+      if (have != mine.lineage.end() && have->second == want->second) continue;
+      Op op;
+      op.id = "end_to_end.reference_output." + std::to_string(k);
+      op.kind = "identity";
+      op.inputs = {v};
+      const OpId o = dev.graph.addOp(op, {{op.id, dev.graph.values[v].type}});
+      const ValueId copy = dev.graph.ops[o].outputs.at(0);
+      dev.lineage[copy] = want->second;
+      dev.graph.outputs.push_back(copy);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  EndToEndResult r;
+  auto finish = [&] {
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  Plan checked;
+  const bool withRef = opt.reference && withReferenceOutputs(plan, *opt.reference, checked);
+  const Plan& target = withRef ? checked : plan;
+  solver::Problem pb;
+  try {
+    pb = stage::lowerStage(target, wholePlan(target), opt.cancel);
+  } catch (const std::exception& e) {
+    r.reason = std::string("cannot run the plan end to end: ") + e.what();
+    return finish();
+  }
+  r.lowerSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.obligations = pb.obligations.size();
+  r.nodes = pb.pool.size();
+  solver::Budget budget{opt.timeoutSeconds, opt.cancel};
+  solver::Result res;
+  try {
+    res = solver::makeFieldEngine(opt.trials, opt.seed, /*proveDivisors=*/false)->check(pb, budget);
+  } catch (const std::exception& e) {
+    r.reason = std::string("engine error: ") + e.what();
+    return finish();
+  }
+  r.reason = res.reason;
+  switch (res.status) {
+    case solver::Status::Verified:
+      r.effect = Effect::Unchanged;
+      break;
+    case solver::Status::Failed:
+      r.effect = Effect::Changed;
+      if (res.cex && !res.cex->mismatches.empty()) {
+        const solver::Mismatch& m = res.cex->mismatches.front();
+        r.where = describe(pb.obligations.at(m.obligation), m);
+      }
+      break;
+    case solver::Status::Inconclusive:
+      r.effect = Effect::Undecided;
+      break;
+  }
+  return finish();
+}
+
+}  // namespace paraproof::verify

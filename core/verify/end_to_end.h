@@ -1,0 +1,50 @@
+// The end-to-end oracle: does a (valid) plan leave every device holding what its output lineage names?
+// One problem for the whole plan at full shape: every logical op, every device op executed with its
+// collectives and send/recv, and obligations only for the device graphs' outputs (value-part groups
+// summed). It shares the op semantics and the lowering with the verifier but nothing of its method
+// (no stage cutting, no shape reduction, no lineage of intermediate tensors), so it can judge the verifier:
+// mutation testing (`paraproof mutate`) calls a mutant "changed" when this oracle finds a difference.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "core/plan/plan.h"
+
+namespace paraproof::verify {
+
+enum class Effect {
+  Unchanged,  // every device output agreed with its lineage on every random-field trial
+  Changed,    // a difference, reproduced in double precision with the real functions
+  Undecided,  // a field difference that doubles did not reproduce, a timeout, or a plan it cannot run
+};
+const char* effectName(Effect e);  // "unchanged", "changed", "undecided"
+
+struct EndToEndResult {
+  Effect effect = Effect::Undecided;
+  std::string reason;
+  std::string where;  // for Changed: the first differing output element
+  size_t obligations = 0;
+  size_t nodes = 0;  // expression nodes of the whole-plan problem
+  double seconds = 0;
+  double lowerSeconds = 0;  // of which building the problem
+};
+
+struct EndToEndOptions {
+  double timeoutSeconds = 120;
+  int trials = 2;
+  uint64_t seed = 0x0e2e0e2e;  // differs from the verifier's engines on purpose
+  const std::atomic<bool>* cancel = nullptr;
+  // The correct plan a mutant came from: output k of every device must also hold what output k of the same
+  // device holds there (by its lineage). A device that outputs its old state instead of the step's result
+  // satisfies its own (input) lineage but not the reference's. Ignored when the devices or output counts
+  // differ.
+  const Plan* reference = nullptr;
+};
+
+// The plan must have passed validatePlan (the oracle relies on matched communication and well-formed
+// lineage). Never throws for a plan it cannot encode: that is Undecided with the reason.
+EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& options = {});
+
+}  // namespace paraproof::verify

@@ -1,0 +1,219 @@
+// Mutation testing: the end-to-end oracle (accepts correct plans, rejects a catalogued bug, does not depend
+// on shape reduction), the mutation operators (reproducible, each applies to a generated plan), and the
+// `paraproof mutate` command (one line per mutant, the summary line, the exit code).
+#include <QProcess>
+#include <QRegularExpression>
+#include <QtTest>
+
+#include "core/models/zoo.h"
+#include "core/parallel/bugs.h"
+#include "core/parallel/generate.h"
+#include "core/parallel/mutate.h"
+#include "core/plan/json_io.h"
+#include "core/plan/validate.h"
+#include "core/verify/end_to_end.h"
+#include "core/verify/verify.h"
+
+using namespace paraproof;
+
+namespace {
+
+Plan makePlan(const std::string& model, const std::string& par, const std::string& inject = "") {
+  parallel::GenerateOptions o;
+  o.seq = 4;
+  o.inject = inject;
+  return parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o);
+}
+
+struct Run {
+  int exitCode = -1;
+  QString out, err;
+};
+
+Run cli(const QStringList& args) {
+  QProcess p;
+  p.start(PARAPROOF_CLI, args);
+  Run r;
+  if (!p.waitForStarted(10000) || !p.waitForFinished(600000)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "did not finish";
+    return r;
+  }
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+// "mutants: N changed: C caught: K missed: M invalid: I" as the last line, parsed; empty when malformed.
+QList<int> summary(const QString& out) {
+  const QStringList lines = out.trimmed().split('\n');
+  static const QRegularExpression re(
+      "^mutants: (\\d+) changed: (\\d+) caught: (\\d+) missed: (\\d+) invalid: (\\d+)$");
+  auto m = re.match(lines.last());
+  if (!m.hasMatch()) return {};
+  QList<int> v;
+  for (int i = 1; i <= 5; ++i)
+    v.push_back(m.captured(i).toInt());
+  return v;
+}
+
+// The oracle's judgement of every mutant line ("changed", "unchanged", "undecided", "invalid"), in order.
+QStringList oracleVerdicts(const QString& out) {
+  QStringList v;
+  static const QRegularExpression re("^mutant \\d+ .* => (changed|unchanged|oracle undecided|invalid)");
+  for (const QString& line : out.split('\n'))
+    if (auto m = re.match(line); m.hasMatch()) v.push_back(m.captured(1));
+  return v;
+}
+
+}  // namespace
+
+class TestMutate : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void oracleAcceptsCorrectPlans_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::newRow("mlp dp tp") << "mlp"
+                               << "dp=2,tp=2";
+    QTest::newRow("llama-micro pp") << "llama-micro"
+                                    << "pp=2,mb=2";
+    QTest::newRow("dsv3-micro ep") << "dsv3-micro"
+                                   << "dp=2,ep=2";
+  }
+  void oracleAcceptsCorrectPlans() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    Plan plan = makePlan(model.toStdString(), parallel.toStdString());
+    QVERIFY(validatePlan(plan).empty());
+    verify::EndToEndResult r = verify::checkEndToEnd(plan);
+    QVERIFY2(r.effect == verify::Effect::Unchanged, (r.reason + " " + r.where).c_str());
+    QVERIFY(r.obligations > 0);
+  }
+
+  // A catalogued bug (the tensor-parallel all-reduce closing the MLP is missing) changes what devices hold.
+  void oracleFlagsACatalogBug() {
+    Plan plan = makePlan("llama-micro", "tp=2", "tv01-allreduce-missing");
+    QVERIFY(validatePlan(plan).empty());
+    verify::EndToEndResult r = verify::checkEndToEnd(plan);
+    QVERIFY2(r.effect == verify::Effect::Changed, r.reason.c_str());
+    QVERIFY(!r.where.empty());
+  }
+
+  // A replica that outputs its old weight satisfies its own lineage (the input's): only the correct plan's
+  // output at the same position says it should hold the updated one.
+  void oracleComparesOutputsWithTheCorrectPlan() {
+    const Plan correct = makePlan("llama-micro", "dp=2");
+    parallel::Mutant m = parallel::makeMutant(correct, 1, 0, {"keep-old-state"});
+    QVERIFY(validatePlan(m.plan).empty());
+    QCOMPARE(verify::checkEndToEnd(m.plan).effect, verify::Effect::Unchanged);
+    verify::EndToEndOptions o;
+    o.reference = &correct;
+    QCOMPARE(verify::checkEndToEnd(m.plan, o).effect, verify::Effect::Changed);
+    QCOMPARE(verify::checkEndToEnd(correct, o).effect, verify::Effect::Unchanged);
+  }
+
+  // The oracle runs at full shape, whatever the verifier does: it checks at least every element of every
+  // logical output (coverage), and a mutant is judged the same whether the verifier reduces shapes or not.
+  void oracleIsIndependentOfShapeReduction() {
+    Plan plan = makePlan("mlp", "dp=2");
+    int64_t logicalElements = 0;
+    for (ValueId v : plan.logical.outputs)
+      logicalElements += numElements(plan.logical.values[v].type.shape);
+    verify::EndToEndResult base = verify::checkEndToEnd(plan);
+    QCOMPARE(base.effect, verify::Effect::Unchanged);
+    QVERIFY(static_cast<int64_t>(base.obligations) >= logicalElements);
+
+    int rewritten = 0;
+    for (Device& dev : plan.devices)
+      for (Op& op : dev.graph.ops)
+        if (op.kind == "all_reduce" && op.attrs.value("reduce", "") == "sum" && op.inputs.size() > 1) {
+          op.attrs["reduce"] = "avg";  // the dp gradient buckets averaged: the gradients are halved
+          ++rewritten;
+        }
+    QVERIFY(rewritten > 0);
+    QCOMPARE(verify::checkEndToEnd(plan).effect, verify::Effect::Changed);
+    verify::Options noReduce;
+    noReduce.reduceShapes = false;
+    noReduce.jobs = 2;
+    QCOMPARE(verify::verifyPlan(plan, noReduce).verdict, verify::Verdict::NotEquivalent);
+
+    // The same mutants judged by the oracle whether the verifier reduces shapes or not.
+    const QStringList common{"mutate",  "--model", "mlp",    "--parallel", "dp=2",   "--seq", "4",
+                             "--count", "8",       "--seed", "7",          "--jobs", "2"};
+    Run reduced = cli(common), full = cli(QStringList(common) << "--no-reduce");
+    QVERIFY2(!summary(reduced.out).isEmpty(), qPrintable(reduced.out + reduced.err));
+    QVERIFY2(!summary(full.out).isEmpty(), qPrintable(full.out + full.err));
+    QCOMPARE(oracleVerdicts(reduced.out).size(), 8);
+    QCOMPARE(oracleVerdicts(full.out), oracleVerdicts(reduced.out));
+  }
+
+  void mutantsAreReproducible() {
+    Plan plan = makePlan("llama-micro", "dp=2,tp=2");
+    for (int i = 0; i < 12; ++i) {
+      parallel::Mutant a = parallel::makeMutant(plan, 42, i), b = parallel::makeMutant(plan, 42, i);
+      QCOMPARE(a.mutationOperator, b.mutationOperator);
+      QCOMPARE(a.description, b.description);
+      QCOMPARE(planToJson(a.plan).dump(), planToJson(b.plan).dump());
+      QVERIFY(planToJson(a.plan).dump() != planToJson(plan).dump());
+    }
+  }
+
+  // Every operator finds a site in one of two plans that have every kind of communication and op, and
+  // changes the plan.
+  void everyOperatorApplies() {
+    const Plan plans[] = {makePlan("llama-micro", "dp=2,tp=2,pp=2,mb=2"),
+                          makePlan("dsv3-micro", "tp=2,cp=2")};
+    for (const auto& op : parallel::mutationOperators()) {
+      bool applied = false;
+      for (const Plan& plan : plans) {
+        try {
+          parallel::Mutant m = parallel::makeMutant(plan, 5, 0, {op.name});
+          QCOMPARE(m.mutationOperator, op.name);
+          QVERIFY2(!m.description.empty(), op.name.c_str());
+          QVERIFY2(planToJson(m.plan).dump() != planToJson(plan).dump(), op.name.c_str());
+          applied = true;
+        } catch (const std::invalid_argument&) {
+        }
+      }
+      QVERIFY2(applied, op.name.c_str());
+    }
+  }
+
+  void cliPrintsALinePerMutantAndTheSummary_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::newRow("gpt-micro tp sp") << "gpt-micro"
+                                     << "tp=2,sp";
+    QTest::newRow("dsv3-micro dp ep") << "dsv3-micro"
+                                      << "dp=2,ep=2";
+  }
+  void cliPrintsALinePerMutantAndTheSummary() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    Run r = cli({"mutate", "--model", model, "--parallel", parallel, "--seq", "4", "--count", "6", "--seed",
+                 "3", "--jobs", "2"});
+    const QList<int> s = summary(r.out);
+    QVERIFY2(s.size() == 5, qPrintable(r.out + r.err));
+    QCOMPARE(s[0], 6);
+    QCOMPARE(oracleVerdicts(r.out).size(), 6);
+    QVERIFY(s[2] + s[3] <= s[1]);  // caught + missed <= changed
+    QCOMPARE(r.exitCode, s[3] > 0 ? 1 : 0);
+  }
+
+  void cliRejectsBadUsage() {
+    QCOMPARE(cli({"mutate", "--model", "mlp", "--parallel", "dp=2", "--count", "0"}).exitCode, 2);
+    QCOMPARE(cli({"mutate", "--model", "mlp", "--parallel", "dp=2", "--operators", "nope"}).exitCode, 2);
+    QCOMPARE(cli({"mutate", "--parallel", "dp=2"}).exitCode, 2);
+    QCOMPARE(cli({"mutate", "--model", "mlp", "--parallel", "dp=3,tp=7"}).exitCode, 2);
+    Run help = cli({"mutate", "--help"});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY(help.out.contains("drop-collective"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMutate)
+#include "test_mutate.moc"
