@@ -7,29 +7,16 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_run.h"
+
 #include <nlohmann/json.hpp>
 
 namespace {
 
-struct Run {
-  int exitCode = -1;
-  QString out, err;
-};
+using Run = CliRun;
 
 Run cli(const QStringList& args) {
-  QProcess p;
-  p.start(PARAPROOF_CLI, args);
-  Run r;
-  if (!p.waitForStarted(10000) || !p.waitForFinished(300000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "did not finish";
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return runCli(args, 300000);
 }
 
 nlohmann::json readJson(const QString& path) {

@@ -5,6 +5,8 @@
 #include <QRegularExpression>
 #include <QtTest>
 
+#include "cli_run.h"
+
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
@@ -25,25 +27,10 @@ Plan makePlan(const std::string& model, const std::string& par, const std::strin
   return parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o);
 }
 
-struct Run {
-  int exitCode = -1;
-  QString out, err;
-};
+using Run = CliRun;
 
 Run cli(const QStringList& args) {
-  QProcess p;
-  p.start(PARAPROOF_CLI, args);
-  Run r;
-  if (!p.waitForStarted(10000) || !p.waitForFinished(600000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "did not finish";
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return runCli(args, 600000);
 }
 
 // "mutants: N changed: C caught: K missed: M invalid: I" as the last line, parsed; empty when malformed.
