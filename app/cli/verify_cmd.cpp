@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <mutex>
@@ -36,6 +37,7 @@ const char* kHelp =
     "  --verbose             list every stage, not only the failing ones\n"
     "  --no-reduce           check at full shapes (no shape reduction)\n"
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
+    "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
@@ -81,7 +83,7 @@ int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -112,6 +114,7 @@ int runVerify(const std::vector<std::string>& argv) {
 
   const std::string path = generated ? "<generated>" : args.positional()[0];
   Plan plan;
+  const auto loadStart = std::chrono::steady_clock::now();
   try {
     plan = generated ? generateFromArgs(args) : loadPlan(path);
   } catch (const PlanError& e) {
@@ -126,7 +129,11 @@ int runVerify(const std::vector<std::string>& argv) {
 
   std::signal(SIGINT, onInterrupt);
   Progress progress(isatty(STDERR_FILENO));
+  const double loadSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   verify::Report report = verify::verifyPlan(plan, opt, &progress, &gCancel);
+  report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
+  report.seconds += loadSeconds;
   if (report.verdict == verify::Verdict::Invalid)
     for (const auto& d : report.errors)
       std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": " << d.message << "\n";

@@ -1,5 +1,6 @@
 #include "core/plan/json_io.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -41,7 +42,7 @@ class PlanReader {
 
   Plan read(const Json& j) {
     ObjectReader top(j, "", source_, "plan",
-                     {"format", "version", "name", "mesh", "metadata", "logical", "devices"});
+                     {"format", "version", "name", "mesh", "replicas", "metadata", "logical", "devices"});
     guarded([&] { readHeader(top); });
     guarded([&] {
       ObjectReader r(top.required("logical"), "/logical", source_, "logical graph",
@@ -90,6 +91,26 @@ class PlanReader {
     }
   }
 
+  // Checked against the mesh once it is read (readHeader reads the mesh first).
+  void readReplicas(const Json& j) {
+    ObjectReader r(j, "/replicas", source_, "replicas", {"axis", "template"});
+    Replicas rep;
+    rep.axis = readString(r.required("axis"), source_, "/replicas/axis", "replica axis name");
+    const Json& t = r.array("template");
+    if (t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer())
+      fail(source_, "/replicas/template", "template must list two coordinates of the replica axis");
+    rep.from = t[0].get<int64_t>();
+    rep.to = t[1].get<int64_t>();
+    auto axis = std::find(plan_.mesh.axes.begin(), plan_.mesh.axes.end(), rep.axis);
+    if (axis == plan_.mesh.axes.end())
+      fail(source_, "/replicas/axis", "replica axis '" + rep.axis + "' is not an axis of the mesh");
+    const int64_t n = plan_.mesh.shape.at(static_cast<size_t>(axis - plan_.mesh.axes.begin()));
+    if (rep.from < 0 || rep.to < 0 || rep.from >= n || rep.to >= n || rep.from == rep.to)
+      fail(source_, "/replicas/template",
+           "template coordinates must be two different coordinates below " + std::to_string(n));
+    plan_.replicas = rep;
+  }
+
   void readHeader(const ObjectReader& top) {
     if (const Json* f = top.find("format")) {
       std::string format = readString(*f, source_, "/format", "field 'format'");
@@ -117,6 +138,7 @@ class PlanReader {
     for (size_t k = 0; k < axes.size(); ++k)
       plan_.mesh.axes.push_back(readString(axes[k], source_, child("/mesh/axes", k), "mesh axis name"));
     plan_.mesh.shape = readShape(mesh.required("shape"), source_, "/mesh/shape");
+    if (const Json* r = top.find("replicas")) readReplicas(*r);
     if (plan_.mesh.shape.size() != plan_.mesh.axes.size())
       fail(source_, "/mesh/shape",
            "mesh shape " + shapeString(plan_.mesh.shape) + " has " + std::to_string(plan_.mesh.shape.size()) +
@@ -254,6 +276,9 @@ Plan loadPlan(const std::string& path) {
 Json planToJson(const Plan& plan) {
   Json j{{"format", kFormat}, {"version", kVersion}, {"name", plan.name}};
   j["mesh"] = Json{{"axes", plan.mesh.axes}, {"shape", plan.mesh.shape}};
+  if (plan.replicas)
+    j["replicas"] =
+        Json{{"axis", plan.replicas->axis}, {"template", {plan.replicas->from, plan.replicas->to}}};
   j["metadata"] = plan.metadata;
   Json logical = Json::object();
   writeGraph(plan.logical, logical);
