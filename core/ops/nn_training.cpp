@@ -72,9 +72,9 @@ AdamW adamwAttrs(const Json& a) {
           numAttr(a, "weight_decay", 0.0),
           intAttr(a, "step")};
   if (h.step < 1)
-    throw ShapeError("attribute `step` must be >= 1 (bias correction divides by 1 - beta^step)");
+    throw AttrError("step", "attribute `step` must be >= 1 (bias correction divides by 1 - beta^step)");
   if (h.beta1 < 0 || h.beta1 >= 1 || h.beta2 < 0 || h.beta2 >= 1)
-    throw ShapeError("attributes `beta1`, `beta2` must be in [0, 1)");
+    throw AttrError("beta1", "attributes `beta1`, `beta2` must be in [0, 1)");
   return h;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/ir/limits.h"
 #include "core/plan/graph_json.h"
+#include "core/plan/input_boxes.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/json_text.h"
 
@@ -159,6 +160,7 @@ class PlanReader {
     for (size_t k = 0; k < coord.size(); ++k)
       d.coord.push_back(readInteger(coord[k], source_, child(r.ptr("coord"), k), "coord entry"));
     d.graph.name = "rank " + std::to_string(d.rank);
+    if (logicalOk_) checkInputBoxes(j, at, source_, plan_.logical);
     readGraph(j, at, source_, d.graph);
     tally(d.graph, at);
     if (const Json* lin = r.find("lineage")) {
