@@ -88,7 +88,9 @@ std::string typeProblem(const Json& v, const AttrSpec& a) {
       if (!v.is_array()) return what;
       std::set<double> seen;
       for (const Json& e : v) {
-        if (!isInt(e) || !intInBounds(e)) return what;
+        if (!isInt(e)) return what;
+        if (!intInBounds(e))
+          return std::string(what) + " of magnitude at most " + std::to_string(limits::kMaxAttrInteger);
         double d = e.get<double>();
         if (a.type != AttrType::IntList && d < 0) return what;
         if (a.type == AttrType::RankList && !seen.insert(d).second) return what;

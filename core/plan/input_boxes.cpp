@@ -1,5 +1,6 @@
 #include "core/plan/input_boxes.h"
 
+#include "core/ir/limits.h"
 #include "core/plan/json_reader.h"
 
 namespace paraproof::planjson {
@@ -37,10 +38,11 @@ void checkInputBoxes(const Json& device, const std::string& at, const std::strin
     Shape extent;
     std::string boxText;
     if (l.contains("box")) {
-      if (!l["box"].is_array()) continue;
+      // Only a well-formed box within the limits: anything else is the lineage reader's to report.
+      if (!l["box"].is_array() || static_cast<int64_t>(l["box"].size()) > limits::kMaxRank) continue;
       for (const Json& r : l["box"]) {
         Shape pair;
-        if (!intList(r, pair) || pair.size() != 2) return;
+        if (!intList(r, pair) || pair.size() != 2 || pair[0] >= pair[1]) return;
         extent.push_back(pair[1] - pair[0]);
         boxText +=
             (boxText.empty() ? "[" : "x[") + std::to_string(pair[0]) + "," + std::to_string(pair[1]) + ")";
