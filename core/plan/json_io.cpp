@@ -201,7 +201,14 @@ class PlanReader {
       ValueId t = plan_.logical.findValue(l.tensor);
       if (t != kNone) l.box = fullBox(plan_.logical.values[t].type.shape);
     }
-    if (const Json* p = r.find("part")) l.part = readInt(*p, source_, r.ptr("part"), "part");
+    if (const Json* p = r.find("part")) {
+      // Without `parts` the part is of a whole (parts = 1): the exporter forgot the count, and the error
+      // would otherwise surface at another rank, as that rank's incomplete value-part group.
+      if (!r.find("parts"))
+        fail(source_, r.ptr("part"),
+             who + "lineage of '" + name + "' has `part` but no `parts` (value part k of n needs both)");
+      l.part = readInt(*p, source_, r.ptr("part"), "part");
+    }
     if (const Json* p = r.find("parts")) l.parts = readInt(*p, source_, r.ptr("parts"), "parts");
     d.lineage[v] = std::move(l);
   }
