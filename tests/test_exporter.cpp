@@ -115,6 +115,47 @@ class TestExporter : public QObject {
     QVERIFY2(bad.empty(), bad.c_str());
   }
 
+  // Counterexamples name the pattern, the communication of the stage and show shapes (text and JSON).
+  void counterexamplesAreReadable_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("hint");
+    const QString plans = QString::fromStdString(kFixtures + "/plans/");
+    QTest::newRow("shifted slice") << plans + "mlp_tp2_slice_offset.json"
+                                   << "shifted by -2] of logical 'w1': a shifted slice";
+    QTest::newRow("partial sums") << plans + "mlp_dp2_missing_allreduce.json"
+                                  << "summed over ranks 0,1 = expected: each rank holds a partial value";
+    QTest::newRow("a factor of the group size")
+        << plans + "mlp_dp2_wrong_scale.json"
+        << "actual = 0.5 x expected at every differing element of logical 'dw1'";
+  }
+  void counterexamplesAreReadable() {
+    QFETCH(QString, file);
+    QFETCH(QString, hint);
+    Verified v = verifyWithReport(file);
+    QCOMPARE(v.run.exitCode, 1);
+    QVERIFY2(v.run.out.contains("hint: ") && v.run.out.contains(hint), qPrintable(v.run.out));
+    QVERIFY2(v.run.out.contains(QRegularExpression(R"(: shape \[\d+(,\d+)*\] \[\[)")), qPrintable(v.run.out));
+    bool inJson = false;
+    for (const Json& s : v.report["stages"])
+      if (s.contains("counterexample"))
+        for (const Json& h : s["counterexample"]["hints"])
+          inJson = inJson || QString::fromStdString(h.get<std::string>()).contains(hint);
+    QVERIFY(inJson);
+  }
+
+  void stagesNameTheirCollectives() {
+    Verified v = verifyWithReport(QString::fromStdString(kFixtures + "/plans/mlp_dp2_wrong_scale.json"));
+    QVERIFY2(v.run.out.contains(
+                 "communication: all_reduce 'fc1.dw.ar' (instance 'fc1.dw', group [0,1], reduce sum) "
+                 "on ranks 0,1"),
+             qPrintable(v.run.out));
+    bool found = false;
+    for (const Json& s : v.report["stages"])
+      for (const Json& c : s["communication"])
+        found = found || (c["instance"] == "fc1.dw" && c["group"] == Json({0, 1}) && c["reduce"] == "sum");
+    QVERIFY(found);
+  }
+
   // docs/operators.md is generated: edit the registry and run scripts/gen-operators-doc.sh.
   void operatorsDocIsWhatTheRegistryGenerates() {
     const std::string committed = readText(kRoot + "/docs/operators.md");

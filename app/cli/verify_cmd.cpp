@@ -8,6 +8,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "core/plan/json_io.h"
+#include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
 
 namespace paraproof::cli {
@@ -125,6 +126,7 @@ int runVerify(const std::vector<std::string>& argv) {
     std::signal(SIGINT, onInterrupt);
     Progress progress(isatty(STDERR_FILENO));
     report = verify::verifyPlan(plan, opt, &progress, &gCancel);
+    verify::annotateCommunication(report, plan);
   } else {
     // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
     report.verdict = verify::Verdict::Invalid;
