@@ -9,6 +9,7 @@
 
 #include "cli_run.h"
 #include "core/ops/op_catalog.h"
+#include "core/ops/registry.h"
 #include "json_schema.h"
 
 using paraproof::Json;
@@ -161,6 +162,21 @@ class TestExporter : public QObject {
     const std::string committed = readText(kRoot + "/docs/operators.md");
     QVERIFY2(committed == paraproof::ops::opsToMarkdown(),
              "docs/operators.md differs from the registry: run scripts/gen-operators-doc.sh");
+  }
+
+  // A shape rule reading a key its schema does not declare is a schema gap: it fails loudly, never reads a
+  // silently accepted attribute.
+  void undeclaredAttributeReadsFailLoudly() {
+    const paraproof::ops::OpDef* relu = paraproof::ops::findOp("relu");
+    QVERIFY(relu);
+    paraproof::ops::AttrReadScope scope(*relu);
+    bool threw = false;
+    try {
+      paraproof::ops::checkAttrRead("factor");
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    QVERIFY(threw);
   }
 
   void opsListsTheAttributeSchemas() {
