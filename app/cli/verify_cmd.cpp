@@ -9,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "core/plan/json_io.h"
+#include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
 
 namespace paraproof::cli {
@@ -115,29 +116,43 @@ int runVerify(const std::vector<std::string>& argv) {
   const std::string path = generated ? "<generated>" : args.positional()[0];
   Plan plan;
   const auto loadStart = std::chrono::steady_clock::now();
+  verify::Report report;
+  bool loaded = false;
   try {
     plan = generated ? generateFromArgs(args) : loadPlan(path);
+    loaded = true;
   } catch (const PlanError& e) {
-    for (const auto& d : e.diagnostics())
-      std::cerr << "error: " << d.str() << "\n";
-    return 2;
+    report.errors = e.diagnostics();
   } catch (const std::exception& e) {
-    std::cerr << "error: " << path << ": " << e.what() << "\n";
-    return 2;
+    report.errors = {Diagnostic{path, e.what()}};
   }
-  if (plan.name.empty()) plan.name = path;
-
-  std::signal(SIGINT, onInterrupt);
-  Progress progress(isatty(STDERR_FILENO));
-  const double loadSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
-  verify::Report report = verify::verifyPlan(plan, opt, &progress, &gCancel);
-  report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
-  report.seconds += loadSeconds;
-  if (report.verdict == verify::Verdict::Invalid)
+  if (loaded) {
+    if (plan.name.empty()) plan.name = path;
+    std::signal(SIGINT, onInterrupt);
+    Progress progress(isatty(STDERR_FILENO));
+    const double loadSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
+    report = verify::verifyPlan(plan, opt, &progress, &gCancel);
+    report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
+    report.seconds += loadSeconds;
+    verify::annotateCommunication(report, plan);
+  } else {
+    // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
+    report.verdict = verify::Verdict::Invalid;
+    report.plan = path;
+  }
+  if (report.verdict == verify::Verdict::Invalid) {
+    // Every error names its file (FILE:/json/pointer), is printed once, on stderr; stdout has the verdict.
+    for (Diagnostic& d : report.errors)
+      if (d.where.rfind(path, 0) != 0) d.where = path + (d.where.empty() ? "" : ":" + d.where);
     for (const auto& d : report.errors)
-      std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": " << d.message << "\n";
-  std::cout << verify::reportToText(report, args.has("verbose"));
+      std::cerr << "error: " << d.str() << "\n";
+    std::cout << "ParaProof report for " << report.plan << "\nverdict: INVALID INPUT ("
+              << report.errors.size() << " error" << (report.errors.size() == 1 ? "" : "s")
+              << ", on stderr)\n";
+  } else {
+    std::cout << verify::reportToText(report, args.has("verbose"));
+  }
   if (auto out = args.get("json")) {
     try {
       verify::saveReportJson(report, *out);

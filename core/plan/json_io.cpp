@@ -10,6 +10,7 @@
 
 #include "core/ir/limits.h"
 #include "core/plan/graph_json.h"
+#include "core/plan/input_boxes.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/json_text.h"
 
@@ -181,6 +182,7 @@ class PlanReader {
     for (size_t k = 0; k < coord.size(); ++k)
       d.coord.push_back(readInteger(coord[k], source_, child(r.ptr("coord"), k), "coord entry"));
     d.graph.name = "rank " + std::to_string(d.rank);
+    if (logicalOk_) checkInputBoxes(j, at, source_, plan_.logical);
     readGraph(j, at, source_, d.graph);
     tally(d.graph, at);
     if (const Json* lin = r.find("lineage")) {
@@ -221,7 +223,14 @@ class PlanReader {
       ValueId t = plan_.logical.findValue(l.tensor);
       if (t != kNone) l.box = fullBox(plan_.logical.values[t].type.shape);
     }
-    if (const Json* p = r.find("part")) l.part = readInt(*p, source_, r.ptr("part"), "part");
+    if (const Json* p = r.find("part")) {
+      // Without `parts` the part is of a whole (parts = 1): the exporter forgot the count, and the error
+      // would otherwise surface at another rank, as that rank's incomplete value-part group.
+      if (!r.find("parts"))
+        fail(source_, r.ptr("part"),
+             who + "lineage of '" + name + "' has `part` but no `parts` (value part k of n needs both)");
+      l.part = readInt(*p, source_, r.ptr("part"), "part");
+    }
     if (const Json* p = r.find("parts")) l.parts = readInt(*p, source_, r.ptr("parts"), "parts");
     d.lineage[v] = std::move(l);
   }
