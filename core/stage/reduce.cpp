@@ -122,11 +122,7 @@ class Reducer {
     for (bool changed = true; changed;) {
       changed = false;
       for (const AxisGraph::Product& p : ag_.products()) {
-        int64_t f = 1, t = 1;
-        for (size_t a : p.from)
-          f *= factor_[ag_.find(a)];
-        for (size_t a : p.to)
-          t *= factor_[ag_.find(a)];
+        const auto [f, t] = productFactors(p);
         if (f == t) continue;
         const auto& side = f < t ? p.from : p.to;
         const int64_t need = std::max(f, t) / std::min(f, t);
@@ -219,6 +215,16 @@ class Reducer {
   }
 
   // False when the reshape constraints do not settle within a bounded number of passes.
+  // The product of the factors on each side of a reshape.
+  std::pair<int64_t, int64_t> productFactors(const AxisGraph::Product& p) {
+    int64_t f = 1, t = 1;
+    for (size_t a : p.from)
+      f *= factor_[ag_.find(a)];
+    for (size_t a : p.to)
+      t *= factor_[ag_.find(a)];
+    return {f, t};
+  }
+
   static std::nullopt_t fail(std::string& why, std::string what) {
     why = std::move(what);
     return std::nullopt;
@@ -271,11 +277,7 @@ class Reducer {
       if (++passes > kMaxPasses) return false;
       changed = false;
       for (const AxisGraph::Product& p : ag_.products()) {
-        int64_t f = 1, t = 1;
-        for (size_t a : p.from)
-          f *= factor_[ag_.find(a)];
-        for (size_t a : p.to)
-          t *= factor_[ag_.find(a)];
+        const auto [f, t] = productFactors(p);
         if (f == t) continue;
         int64_t g = std::gcd(f, t);
         for (const auto* side : {&p.from, &p.to}) {
