@@ -17,7 +17,7 @@ struct Digest {
 };
 }  // namespace
 
-std::string canonicalHash(const solver::Problem& pb) {
+std::string canonicalHash(const sym::Problem& pb) {
   Digest d;
   const sym::ExprPool& pool = pb.pool;
   d.mix(pool.size());
