@@ -15,6 +15,7 @@
 #include "core/solver/normalize.h"
 #include "core/solver/z3_engine.h"
 #include "core/stage/canonical.h"
+#include "core/stage/fold.h"
 #include "core/stage/lower.h"
 #include "core/stage/reduce.h"
 #include "core/stage/signature.h"
@@ -244,6 +245,27 @@ bool addStateContract(const Plan& plan, Report& rep) {
   return true;
 }
 
+// Stages of a folded plan name folded ranks; the report names the ranks of the plan as given.
+void unfoldRanks(const std::vector<int>& original, Report& rep) {
+  auto orig = [&](int& r) {
+    if (r >= 0 && static_cast<size_t>(r) < original.size()) r = original[static_cast<size_t>(r)];
+  };
+  for (StageInfo& s : rep.stages) {
+    for (int& d : s.devices)
+      orig(d);
+    std::sort(s.devices.begin(), s.devices.end());
+    for (auto& p : s.parallelOps)
+      orig(p.rank);
+  }
+  for (StageResult& r : rep.results) {
+    if (!r.counterexample) continue;
+    for (auto& t : r.counterexample->parallelInputs)
+      orig(t.device);
+    for (auto& d : r.counterexample->diffs)
+      orig(d.device);
+  }
+}
+
 Verdict overall(const std::vector<StageResult>& results, bool stopped) {
   bool failed = false, inconclusive = stopped;
   for (const auto& r : results) {
@@ -293,11 +315,18 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     return rep;
   }
 
+  stage::FoldedPlan folded;
+  if (opt.foldReplicas) folded = stage::foldReplicas(plan);
+  for (auto& n : folded.notes)
+    rep.notes.push_back(n);
+  const Plan& input = folded.folded ? folded.plan : plan;
+  phase("fold");
+
   stage::ReducedPlan reduced;
   if (opt.reduceShapes) {
-    reduced = stage::reducePlan(plan);
+    reduced = stage::reducePlan(input);
   } else {
-    reduced.plan = plan;
+    reduced.plan = input;
     reduced.notes.push_back("shape reduction disabled: checking at full size");
   }
   phase("reduce");
@@ -544,6 +573,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     rep.errors = std::move(invalid);
     rep.verdict = Verdict::Invalid;
   }
+  if (folded.folded) unfoldRanks(folded.originalRank, rep);
   phase("report");
   rep.seconds = since(start);
   return rep;
