@@ -1,5 +1,4 @@
-// A stage's verification condition in engine-neutral form: obligations "expected == actual" over one
-// expression pool whose variables are the stage's free inputs.
+// What an engine returns for a stage's verification condition (core/sym/problem.h), and its budget.
 #pragma once
 
 #include <atomic>
@@ -7,34 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "core/ir/ir.h"
-#include "core/sym/expr.h"
+#include "core/sym/problem.h"
 
 namespace paraproof::solver {
 
-struct Obligation {
-  sym::ExprId expected;  // logical value of the element
-  sym::ExprId actual;    // the parallel plan's value (one device tensor, or a sum over value parts)
-  int device = kNone;    // rank holding the checked tensor; kNone for a sum over parts on several devices
-  std::string tensor;    // device tensor name, or a description of the part group
-  std::string logicalTensor;
-  std::vector<int64_t> index;  // element index in the logical tensor (reduced shape)
-};
-
-// A tensor of the stage built from variables, shown in counterexamples.
-struct NamedTensor {
-  std::string name;
-  int device = kNone;  // kNone: logical
-  Shape shape;
-  std::vector<sym::ExprId> elems;
-};
-
-struct Problem {
-  sym::ExprPool pool;
-  std::vector<Obligation> obligations;
-  std::vector<NamedTensor> logicalInputs;
-  std::vector<NamedTensor> parallelInputs;
-};
+// The engines' input; defined in sym so that stage lowering can build it without depending on the solver.
+using sym::NamedTensor;
+using sym::Obligation;
+using sym::Problem;
 
 enum class Status { Verified, Failed, Inconclusive };
 const char* statusName(Status s);

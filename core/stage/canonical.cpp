@@ -6,7 +6,7 @@
 
 namespace paraproof::stage {
 
-std::string canonicalHash(const solver::Problem& pb) {
+std::string canonicalHash(const sym::Problem& pb) {
   Digest d;
   const sym::ExprPool& pool = pb.pool;
   d.mix(pool.size());

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "core/solver/problem.h"
+#include "core/sym/problem.h"
 
 namespace paraproof::stage {
 
-std::string canonicalHash(const solver::Problem& problem);
+std::string canonicalHash(const sym::Problem& problem);
 
 }  // namespace paraproof::stage

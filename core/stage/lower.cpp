@@ -64,7 +64,7 @@ Box fullBox(const Shape& s) {
 
 class Lowering {
  public:
-  Lowering(const Plan& plan, const Stage& stage, const IntDomains& domains, solver::Problem& pb,
+  Lowering(const Plan& plan, const Stage& stage, const IntDomains& domains, sym::Problem& pb,
            const std::atomic<bool>* cancel)
       : plan_(plan),
         stage_(stage),
@@ -392,7 +392,7 @@ class Lowering {
   const Plan& plan_;
   const Stage& stage_;
   const IntDomains& domains_;
-  solver::Problem& pb_;
+  sym::Problem& pb_;
   sym::ExprPool& pool_;
   std::unordered_map<ValueId, SymTensor> logical_;
   std::vector<std::unordered_map<ValueId, SymTensor>> device_;
@@ -441,14 +441,14 @@ int64_t stageElements(const Plan& plan, const Stage& stage) {
 
 }  // namespace
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
-                           const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
-                           const LoweringLimits& limits) {
+sym::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                        const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
+                        const LoweringLimits& limits) {
   const int64_t elements = stageElements(plan, stage);
   if (elements > limits.maxElements)
     throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements; the limit is " +
                         std::to_string(limits.maxElements) + ")");
-  solver::Problem pb;
+  sym::Problem pb;
   pb.pool.setNodeLimit(static_cast<size_t>(std::max<int64_t>(limits.maxExprNodes, 0)));
   pb.pool.setGrowthCheck([&] {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw LoweringCancelled();
@@ -469,8 +469,8 @@ solver::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomain
   return pb;
 }
 
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel,
-                           const LoweringLimits& limits) {
+sym::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel,
+                        const LoweringLimits& limits) {
   return lowerStage(plan, stage, intDomains(plan), cancel, std::chrono::steady_clock::time_point::max(),
                     limits);
 }

@@ -9,9 +9,9 @@
 
 #include "core/ir/limits.h"
 #include "core/plan/plan.h"
-#include "core/solver/problem.h"
 #include "core/stage/int_domains.h"
 #include "core/stage/stage.h"
+#include "core/sym/problem.h"
 
 namespace paraproof::stage {
 
@@ -52,12 +52,12 @@ struct LoweringTimeout : std::runtime_error {
 
 // `domains`: intDomains(plan), computed once per plan (the overload without computes it). `cancel` and
 // `deadline` are also checked inside an op's lowering (every 65536 new nodes).
-solver::Problem lowerStage(
+sym::Problem lowerStage(
     const Plan& plan, const Stage& stage, const IntDomains& domains,
     const std::atomic<bool>* cancel = nullptr,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
     const LoweringLimits& limits = {});
-solver::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
-                           const LoweringLimits& limits = {});
+sym::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
+                        const LoweringLimits& limits = {});
 
 }  // namespace paraproof::stage

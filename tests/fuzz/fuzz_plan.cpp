@@ -38,9 +38,10 @@ void lowerAll(const Plan& plan) {
   }
   for (const stage::Stage& s : stages) {
     try {
-      solver::Problem pb = stage::lowerStage(plan, s, nullptr, kBudget);
+      sym::Problem pb = stage::lowerStage(plan, s, nullptr, kBudget);
       (void)stage::canonicalHash(pb);
     } catch (const stage::UnsupportedStage&) {  // includes StageTooLarge
+    } catch (const stage::InvalidStage&) {      // e.g. a constant-zero divisor: the CLI reports it, exit 2
     } catch (const std::exception& e) {
       finding("lowerStage", e);
     }
