@@ -135,9 +135,10 @@ class TestMutate : public QObject {
       }
       if (!validatePlan(plan).empty()) continue;
       const verify::EndToEndResult a = oracle.check(plan), b = verify::checkEndToEnd(plan, full);
-      QVERIFY2(a.effect == b.effect, (m.description + ": incremental " + verify::effectName(a.effect) + " (" +
-                                      a.reason + "), full " + verify::effectName(b.effect) + " (" + b.reason + ")")
-                                         .c_str());
+      QVERIFY2(a.effect == b.effect,
+               (m.description + ": incremental " + verify::effectName(a.effect) + " (" + a.reason +
+                "), full " + verify::effectName(b.effect) + " (" + b.reason + ")")
+                   .c_str());
       QVERIFY(a.nodes >= oracle.base().nodes);  // the variant's pool extends the correct plan's
       changed += a.effect == verify::Effect::Changed;
       ++judged;
