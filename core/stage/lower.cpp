@@ -495,8 +495,8 @@ class Lowering {
   LoweringMemo* record_;
 };
 
-// Scalar elements of every tensor the stage reads or writes, and of the logical tensors its lineage refers
-// to (a lineage slice lowers its whole logical tensor). Saturating: shapes are bounded, their sum may not be.
+}  // namespace
+
 int64_t stageElements(const Plan& plan, const Stage& stage) {
   std::set<std::pair<int, ValueId>> seen;  // (graph: -1 logical, else device index; value)
   int64_t total = 0;
@@ -533,8 +533,6 @@ int64_t stageElements(const Plan& plan, const Stage& stage) {
   return total;
 }
 
-}  // namespace
-
 namespace {
 
 solver::Problem lowerWith(const Plan& plan, const Stage& stage, const IntDomains& domains,
@@ -563,7 +561,10 @@ solver::Problem lowerWith(const Plan& plan, const Stage& stage, const IntDomains
   }
   pb.pool.setGrowthCheck(nullptr);  // the problem outlives this frame (and is copied by abandoned proofs)
   pb.pool.setNodeLimit(SIZE_MAX);   // the engines may add nodes of their own
-  if (record) record->pool = pb.pool;
+  if (record) {
+    pb.pool.freeze();  // variants copy only what they add
+    record->pool = pb.pool;
+  }
   return pb;
 }
 

@@ -55,6 +55,10 @@ struct LoweringTimeout : std::runtime_error {
                            " expression nodes)") {}
 };
 
+// Scalar elements of every tensor the stage reads or writes and of the logical tensors its lineage names (what
+// LoweringLimits::maxElements bounds); saturating. Cheap: a bound on the work of lowering, before lowering.
+int64_t stageElements(const Plan& plan, const Stage& stage);
+
 // What one lowering leaves for lowering variants of the same plan (the end-to-end oracle's mutants) cheaply:
 // its pool, the logical values and value-part variables, and every device op's and collective's outputs
 // keyed by everything that determines them (kind, attributes, input types and element expressions). A

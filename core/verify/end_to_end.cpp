@@ -149,9 +149,11 @@ EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
 EndToEndOracle::EndToEndOracle(const Plan& correct, const EndToEndOptions& options)
     : correct_(correct), options_(options) {
   const auto start = std::chrono::steady_clock::now();
+  const stage::Stage whole = wholePlan(correct);
+  base_.elements = stage::stageElements(correct, whole);
   solver::Problem pb;
   try {
-    pb = stage::lowerStageRecording(correct, wholePlan(correct), memo_, options_.cancel, options_.limits);
+    pb = stage::lowerStageRecording(correct, whole, memo_, options_.cancel, options_.limits);
   } catch (const std::exception& e) {
     base_.reason = std::string("cannot run the plan end to end: ") + e.what();
     base_.seconds = since(start);

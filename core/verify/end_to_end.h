@@ -28,7 +28,8 @@ struct EndToEndResult {
   std::string reason;
   std::string where;  // for Changed: the first differing output element
   size_t obligations = 0;
-  size_t nodes = 0;  // expression nodes of the whole-plan problem
+  size_t nodes = 0;      // expression nodes of the whole-plan problem
+  int64_t elements = 0;  // scalar elements of its tensors (known before lowering: the bound checked first)
   double seconds = 0;
   double lowerSeconds = 0;  // of which building the problem
 };
