@@ -35,6 +35,7 @@ const char* kHelp =
     "  --json OUT            also write the report as JSON (atomically)\n"
     "  --verbose             list every stage, not only the failing ones\n"
     "  --no-reduce           check at full shapes (no shape reduction)\n"
+    "  --no-fold             check every data-parallel replica (no replica fold)\n"
     "  --no-dedup            check identical stages separately\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
@@ -80,7 +81,7 @@ int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -106,6 +107,7 @@ int runVerify(const std::vector<std::string>& argv) {
     throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
   if (args.has("hold-stage")) opt.holdStage = args.getInt("hold-stage", -1, 0, 1 << 30);
   opt.reduceShapes = !args.has("no-reduce");
+  opt.foldReplicas = !args.has("no-fold");
   opt.dedupStages = !args.has("no-dedup");
 
   const std::string path = generated ? "<generated>" : args.positional()[0];

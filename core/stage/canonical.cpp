@@ -1,21 +1,10 @@
 #include "core/stage/canonical.h"
 
 #include <bit>
-#include <cstdio>
+
+#include "core/stage/digest.h"
 
 namespace paraproof::stage {
-
-namespace {
-// Two independent 64-bit FNV-style streams: a 128-bit digest makes accidental collisions negligible.
-struct Digest {
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  void mix(uint64_t x) {
-    a = (a ^ x) * 0x100000001b3ull;
-    b = (b ^ (x * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-    b ^= b >> 29;
-  }
-};
-}  // namespace
 
 std::string canonicalHash(const solver::Problem& pb) {
   Digest d;
@@ -42,10 +31,7 @@ std::string canonicalHash(const solver::Problem& pb) {
     d.mix(o.expected);
     d.mix(o.actual);
   }
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(d.a),
-                static_cast<unsigned long long>(d.b));
-  return buf;
+  return d.hex();
 }
 
 }  // namespace paraproof::stage

@@ -7,12 +7,14 @@
 // op; any failure falls back to the full-size plan, so reduction can only make checking faster, never
 // unsound.
 #include "core/stage/reduce.h"
+
 #include "core/stage/axis_graph.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -20,6 +22,63 @@
 #include "core/plan/validate.h"
 
 namespace paraproof::stage {
+
+namespace {
+
+// Attributes that index or name structure (rescaled with their dimension, or not numbers at all); every
+// other number in an attribute is a constant of the arithmetic.
+bool structural(const std::string& key) {
+  static const std::set<std::string> keys{
+      "dim",        "dims",     "start",      "end",    "sizes",  "shape",          "n",
+      "k",          "perm",     "peer",       "src",    "group",  "instance",       "split_dim",
+      "concat_dim", "dtype",    "keepdim",    "causal", "reduce", "num_embeddings", "num_classes",
+      "reduction",  "equation", "approximate"};
+  return keys.count(key) > 0;
+}
+
+void numbersIn(const Json& j, std::vector<double>& out) {
+  if (j.is_number()) {
+    out.push_back(j.get<double>());
+  } else if (j.is_array()) {
+    for (const Json& e : j)
+      numbersIn(e, out);
+  }
+}
+
+}  // namespace
+
+std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes) {
+  std::set<int64_t> constants;
+  {
+    std::vector<double> cs;
+    for (const Graph* g : graphs)
+      for (const Op& op : g->ops) {
+        if (!op.attrs.is_object()) continue;
+        for (const auto& [key, v] : op.attrs.items())
+          if (!structural(key)) numbersIn(v, cs);
+        auto red = op.attrs.find("reduce");
+        auto grp = op.attrs.find("group");
+        if (avgGroupSizes && red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() &&
+            grp->is_array())
+          cs.push_back(static_cast<double>(grp->size()));
+      }
+    auto add = [&constants](double x) {
+      if (!std::isfinite(x) || x < 1.5 || x > 1e12) return;
+      double r = std::round(x);
+      if (std::abs(x - r) <= 1e-9 * r) constants.insert(static_cast<int64_t>(r));
+    };
+    std::set<double> distinct;
+    for (double c : cs)
+      if (c != 0 && std::isfinite(c)) distinct.insert(std::abs(c));
+    for (double c : distinct) {
+      for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
+        add(x);
+      for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
+        add(c * d), add(c / d);
+    }
+  }
+  return constants;
+}
 
 namespace {
 
@@ -33,6 +92,67 @@ struct ClassInfo {
 class Reducer {
  public:
   explicit Reducer(const Plan& plan) : plan_(plan), ag_(plan) {}
+
+  // The fold's truncation of the logical graph (fold.h): factor `factor` on the classes of `seeds`
+  // (logical value, dim) and 1 on every other class, under shape reduction's own conditions: the class is not
+  // pinned, its extents and index boundaries are multiples of the factor, extents >= 2 stay >= 2, reshapes
+  // balance, and no count of the class meets a constant of `constantsFrom` it did not meet before.
+  std::optional<Graph> scaleClasses(const std::vector<std::pair<ValueId, int>>& seeds, int64_t factor,
+                                    const Plan& constantsFrom, std::string& why) {
+    std::vector<const Graph*> all{&constantsFrom.logical};
+    for (const Device& d : constantsFrom.devices)
+      all.push_back(&d.graph);
+    collectConstants(all);
+    const size_t n = ag_.size();
+    const std::vector<ClassInfo> cls = classInfo();
+    factor_.assign(n, 1);
+    for (auto [v, a] : seeds) {
+      const size_t r = ag_.find(ag_.axis(0, v, a));
+      const ClassInfo& c = cls[r];
+      const std::string what = "'" + plan_.logical.values[v].name + "' dim " + std::to_string(a);
+      if (c.pinned) return fail(why, what + " is in a class shape reduction keeps at full size");
+      if (c.gcd % factor)
+        return fail(why, what + ": an extent or index boundary of its class is not a multiple of " +
+                             std::to_string(factor));
+      if (c.minExtent >= 2 && c.minExtent / factor < 2)
+        return fail(why, what + ": its class has an extent below 2 after the fold");
+      factor_[r] = factor;
+    }
+    // A reshape that merges a folded axis with others: its other side takes the factor on its one class.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const AxisGraph::Product& p : ag_.products()) {
+        int64_t f = 1, t = 1;
+        for (size_t a : p.from)
+          f *= factor_[ag_.find(a)];
+        for (size_t a : p.to)
+          t *= factor_[ag_.find(a)];
+        if (f == t) continue;
+        const auto& side = f < t ? p.from : p.to;
+        const int64_t need = std::max(f, t) / std::min(f, t);
+        if (std::max(f, t) % std::min(f, t)) return fail(why, "a reshape does not balance the fold");
+        for (size_t a : side) {
+          const size_t r = ag_.find(a);
+          if (factor_[r] != 1 || cls[r].pinned || cls[r].gcd % need ||
+              (cls[r].minExtent >= 2 && cls[r].minExtent / need < 2))
+            continue;
+          factor_[r] = need;
+          changed = true;
+          break;
+        }
+        if (!changed) return fail(why, "a reshape merges the folded axis with one that cannot take the fold");
+      }
+    }
+    countClasses();
+    std::vector<int64_t> limit(n, 1);
+    for (size_t r = 0; r < n; ++r)
+      if (factor_[r] > 1) limit[r] = factor_[r];
+    if (separateCounts(limit))
+      return fail(why, "a count of the folded axis would meet a constant of the plan");
+    Plan out = plan_;
+    if (!rebuild(out, why)) return std::nullopt;
+    return std::move(out.logical);
+  }
 
   ReducedPlan run() {
     ReducedPlan out;
@@ -78,56 +198,9 @@ class Reducer {
     return t;
   }
 
-  // Attributes that index or name structure (rescaled with their dimension, or not numbers at all); every
-  // other number in an attribute is a constant of the arithmetic.
-  static bool structural(const std::string& key) {
-    static const std::set<std::string> keys{
-        "dim",        "dims",     "start",      "end",    "sizes",  "shape",          "n",
-        "k",          "perm",     "peer",       "src",    "group",  "instance",       "split_dim",
-        "concat_dim", "dtype",    "keepdim",    "causal", "reduce", "num_embeddings", "num_classes",
-        "reduction",  "equation", "approximate"};
-    return keys.count(key) > 0;
-  }
-
-  static void numbersIn(const Json& j, std::vector<double>& out) {
-    if (j.is_number()) {
-      out.push_back(j.get<double>());
-    } else if (j.is_array()) {
-      for (const Json& e : j)
-        numbersIn(e, out);
-    }
-  }
-
-  // The count-like integers >= 2 the plan's constants could stand for: c, 1/c, c^2, 1/c^2, sqrt(c),
-  // 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention scale)
-  // and c*d, c/d for two constants, when integral; constants include the group sizes of avg collectives
-  // (a divisor the collective applies).
-  void collectConstants() {
-    std::vector<double> cs;
-    for (const Graph* g : ag_.graphs())
-      for (const Op& op : g->ops) {
-        if (!op.attrs.is_object()) continue;
-        for (const auto& [key, v] : op.attrs.items())
-          if (!structural(key)) numbersIn(v, cs);
-        auto red = op.attrs.find("reduce");
-        auto grp = op.attrs.find("group");
-        if (red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() && grp->is_array())
-          cs.push_back(static_cast<double>(grp->size()));
-      }
-    auto add = [this](double x) {
-      if (!std::isfinite(x) || x < 1.5 || x > 1e12) return;
-      double r = std::round(x);
-      if (std::abs(x - r) <= 1e-9 * r) constants_.insert(static_cast<int64_t>(r));
-    };
-    std::set<double> distinct;
-    for (double c : cs)
-      if (c != 0 && std::isfinite(c)) distinct.insert(std::abs(c));
-    for (double c : distinct) {
-      for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
-        add(x);
-      for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
-        add(c * d), add(c / d);
-    }
+  void collectConstants() { constants_ = countLikeConstants(ag_.graphs(), true); }
+  void collectConstants(const std::vector<const Graph*>& graphs) {
+    constants_ = countLikeConstants(graphs, true);
   }
 
   // O(sqrt(g)); memoised, since the same extents recur in every layer and on every device.
@@ -146,7 +219,13 @@ class Reducer {
   }
 
   // False when the reshape constraints do not settle within a bounded number of passes.
-  bool chooseFactors() {
+  static std::nullopt_t fail(std::string& why, std::string what) {
+    why = std::move(what);
+    return std::nullopt;
+  }
+
+  // By class root: the gcd of its extents and boundaries, its smallest extent >= 2, whether it is pinned.
+  std::vector<ClassInfo> classInfo() {
     const size_t n = ag_.size();
     std::vector<ClassInfo> cls(n);
     for (size_t a = 0; a < n; ++a) {
@@ -160,6 +239,12 @@ class Reducer {
       ClassInfo& c = cls[ag_.find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
     }
+    return cls;
+  }
+
+  bool chooseFactors() {
+    const size_t n = ag_.size();
+    const std::vector<ClassInfo> cls = classInfo();
     // limit[root]: the largest factor the class may take; lowered when a count would collide.
     std::vector<int64_t> limit(n, 1);
     for (size_t a = 0; a < n; ++a) {
@@ -413,6 +498,14 @@ class Reducer {
 
 ReducedPlan reducePlan(const Plan& plan) {
   return Reducer(plan).run();
+}
+
+std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,
+                                      int64_t factor, std::string& why) {
+  Plan logicalOnly;
+  logicalOnly.logical = plan.logical;
+  logicalOnly.mesh = plan.mesh;
+  return Reducer(logicalOnly).scaleClasses(axes, factor, plan, why);
 }
 
 }  // namespace paraproof::stage

@@ -3,6 +3,8 @@
 // across reshapes). The argument for why this preserves the verdict is in docs/soundness.md.
 #pragma once
 
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,5 +20,17 @@ struct ReducedPlan {
 };
 
 ReducedPlan reducePlan(const Plan& plan);
+
+// The count-like integers >= 2 the numeric constants of `graphs` could stand for: c, 1/c, c^2, 1/c^2,
+// sqrt(c), 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention
+// scale) and c*d, c/d for two constants, when integral; with `avgGroupSizes`, constants include the group
+// sizes of avg collectives (a divisor the collective applies).
+std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes);
+
+// The logical graph with the classes of `axes` (logical value, dim) scaled down by `factor` and every other
+// class kept, under shape reduction's conditions; the counts are kept apart from the constants of the whole
+// plan. Used by the replica fold (fold.h). nullopt with `why` when a condition fails.
+std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,
+                                      int64_t factor, std::string& why);
 
 }  // namespace paraproof::stage

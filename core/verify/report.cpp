@@ -150,11 +150,11 @@ Json reportToJson(const Report& r) {
     }
     j["stages"].push_back(std::move(sj));
   }
-  j["summary"] = {{"stages", r.stages.size()},
-                  {"verified", counts[0]},
-                  {"failed", counts[1]},
-                  {"inconclusive", counts[2]},
-                  {"reused", reused}};
+  j["summary"] = {{"stages", r.stages.size()}, {"verified", counts[0]}, {"failed", counts[1]},
+                  {"inconclusive", counts[2]}, {"reused", reused},      {"distinct", r.distinctStages}};
+  j["phases"] = Json::array();
+  for (const auto& [name, secs] : r.phases)
+    j["phases"].push_back({{"name", name}, {"seconds", secs}});
   return j;
 }
 
@@ -178,6 +178,12 @@ std::string reportToText(const Report& r, bool verbose) {
   os << "stages: " << r.stages.size() << " (" << verified << " verified, " << failed << " failed, "
      << inconclusive << " inconclusive; " << reused << " reused from identical stages) in " << fmt(r.seconds)
      << " s\n";
+  if (verbose && !r.phases.empty()) {
+    os << "phases:";
+    for (const auto& [name, secs] : r.phases)
+      os << " " << name << " " << fmt(secs) << " s";
+    os << " (" << r.distinctStages << " distinct stages lowered)\n";
+  }
   for (const auto& n : r.notes)
     os << "note: " << n << "\n";
   for (size_t i = 0; i < r.results.size() && i < r.stages.size(); ++i) {

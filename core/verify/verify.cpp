@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "core/plan/state_contract.h"
 #include "core/plan/validate.h"
@@ -14,8 +15,10 @@
 #include "core/solver/normalize.h"
 #include "core/solver/z3_engine.h"
 #include "core/stage/canonical.h"
+#include "core/stage/fold.h"
 #include "core/stage/lower.h"
 #include "core/stage/reduce.h"
+#include "core/stage/signature.h"
 #include "core/stage/stage.h"
 
 namespace paraproof::verify {
@@ -25,6 +28,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// f(0..n-1) on up to `jobs` threads; f must only touch its own index's data.
+template <class F>
+void parallelFor(size_t n, int jobs, F&& f) {
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1))
+      f(i);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(n)); ++t)
+    threads.emplace_back(run);
+  run();
+  for (auto& t : threads)
+    t.join();
 }
 
 StageInfo describe(const Plan& plan, const stage::Stage& s) {
@@ -226,6 +245,27 @@ bool addStateContract(const Plan& plan, Report& rep) {
   return true;
 }
 
+// Stages of a folded plan name folded ranks; the report names the ranks of the plan as given.
+void unfoldRanks(const std::vector<int>& original, Report& rep) {
+  auto orig = [&](int& r) {
+    if (r >= 0 && static_cast<size_t>(r) < original.size()) r = original[static_cast<size_t>(r)];
+  };
+  for (StageInfo& s : rep.stages) {
+    for (int& d : s.devices)
+      orig(d);
+    std::sort(s.devices.begin(), s.devices.end());
+    for (auto& p : s.parallelOps)
+      orig(p.rank);
+  }
+  for (StageResult& r : rep.results) {
+    if (!r.counterexample) continue;
+    for (auto& t : r.counterexample->parallelInputs)
+      orig(t.device);
+    for (auto& d : r.counterexample->diffs)
+      orig(d.device);
+  }
+}
+
 Verdict overall(const std::vector<StageResult>& results, bool stopped) {
   bool failed = false, inconclusive = stopped;
   for (const auto& r : results) {
@@ -242,11 +282,18 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
   const auto start = Clock::now();
   Report rep;
   rep.plan = plan.name;
+  auto phaseStart = start;
+  auto phase = [&](const char* name) {  // closes the phase that ran since the previous call
+    const auto now = Clock::now();
+    rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
+    phaseStart = now;
+  };
   try {
     rep.errors = validatePlan(plan);
   } catch (const std::exception& e) {
     rep.errors.push_back({"", std::string("validation failed: ") + e.what()});
   }
+  phase("validate");
   if (!rep.errors.empty()) {
     rep.verdict = Verdict::Invalid;
     rep.seconds = since(start);
@@ -255,7 +302,9 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
 
   // Structural, on the plan as given (full shapes), before any reduction or lowering: a violation decides
   // the verdict, so the plan is not equivalent at every size (and a full-size plan needs no lowering).
-  if (addStateContract(plan, rep)) {
+  const bool stateViolated = addStateContract(plan, rep);
+  phase("state");
+  if (stateViolated) {
     if (observer) {
       observer->onStagesPlanned(rep.stages);
       for (const StageResult& r : rep.results)
@@ -266,13 +315,21 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     return rep;
   }
 
+  stage::FoldedPlan folded;
+  if (opt.foldReplicas) folded = stage::foldReplicas(plan);
+  for (auto& n : folded.notes)
+    rep.notes.push_back(n);
+  const Plan& input = folded.folded ? folded.plan : plan;
+  phase("fold");
+
   stage::ReducedPlan reduced;
   if (opt.reduceShapes) {
-    reduced = stage::reducePlan(plan);
+    reduced = stage::reducePlan(input);
   } else {
-    reduced.plan = plan;
+    reduced.plan = input;
     reduced.notes.push_back("shape reduction disabled: checking at full size");
   }
+  phase("reduce");
   for (auto& n : reduced.notes)
     rep.notes.push_back(n);
   rep.notes.push_back(
@@ -288,6 +345,33 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     rep.results[i].stage = static_cast<int>(i);
     rep.results[i].reason = "not checked";
   }
+  phase("cut");
+
+  // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
+  // and checked; the others take its result when it finishes.
+  std::vector<int> toCheck;                     // signature owners, in stage order
+  std::map<int, std::vector<int>> sameSigners;  // owner -> later stages with its signature
+  if (opt.dedupStages) {
+    std::vector<std::string> sigs(stages.size());
+    parallelFor(stages.size(), opt.jobs,
+                [&](size_t i) { sigs[i] = stage::stageSignature(work, stages[i], domains); });
+    std::unordered_map<std::string, int> firstWith;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      // The held stage (a testing gate) is always checked itself.
+      auto [it, fresh] = static_cast<int>(i) == opt.holdStage
+                             ? std::make_pair(firstWith.end(), true)
+                             : firstWith.emplace(std::move(sigs[i]), static_cast<int>(i));
+      if (fresh)
+        toCheck.push_back(static_cast<int>(i));
+      else
+        sameSigners[it->second].push_back(static_cast<int>(i));
+    }
+  } else {
+    for (size_t i = 0; i < stages.size(); ++i)
+      toCheck.push_back(static_cast<int>(i));
+  }
+  rep.distinctStages = toCheck.size();
+  phase("dedup");
   if (observer) observer->onStagesPlanned(rep.stages);
 
   std::mutex mu;
@@ -323,7 +407,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     }
   });
 
-  auto finish = [&](int i, StageResult r) {  // call with mu held
+  std::vector<int> relowered;  // same-signature stages whose owner's lowering failed: each lowers itself
+  auto finishOne = [&](int i, StageResult r) {  // call with mu held
     r.stage = i;
     if (deadlineReached && r.status == solver::Status::Inconclusive && r.reason.find("cancelled") == 0)
       r.reason = "deadline reached";
@@ -331,12 +416,36 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     done[i] = true;
     if (observer) observer->onStageFinished(rep.results[i]);
   };
+  auto finish = [&](int i, StageResult r) {  // call with mu held
+    finishOne(i, std::move(r));
+    auto same = sameSigners.find(i);
+    if (same == sameSigners.end()) return;
+    // A lowering error names the op of one stage: each of the others lowers itself. A stage stopped by
+    // cancel or deadline ran no check: the others stay not run.
+    const bool stopped = stop && rep.results[i].status == solver::Status::Inconclusive;
+    if (stopped) return;
+    const bool lowered = !rep.stages[i].hash.empty();
+    for (int m : same->second) {
+      if (!lowered) {
+        relowered.push_back(m);
+        continue;
+      }
+      StageResult copy = rep.results[i];
+      copy.reusedFrom = rep.results[i].reusedFrom == kNone ? i : rep.results[i].reusedFrom;
+      copy.seconds = 0;
+      rep.stages[m].hash = rep.stages[i].hash;
+      finishOne(m, std::move(copy));
+    }
+    sameSigners.erase(same);
+  };
 
+  const std::vector<int>* list = &toCheck;
   auto worker = [&] {
     Engines eng;
     while (!cancelled()) {
-      size_t i = next.fetch_add(1);
-      if (i >= stages.size()) break;
+      const size_t k = next.fetch_add(1);
+      if (k >= list->size()) break;
+      const size_t i = static_cast<size_t>((*list)[k]);
       if (observer) observer->onStageStarted(static_cast<int>(i));
       const auto t0 = Clock::now();
       StageResult res;
@@ -421,13 +530,24 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     }
   };
 
-  const int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::max<size_t>(stages.size(), 1))));
-  std::vector<std::thread> threads;
-  for (int t = 1; t < jobs; ++t)
-    threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads)
-    t.join();
+  auto runWorkers = [&] {
+    const int jobs =
+        std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::max<size_t>(list->size(), 1))));
+    std::vector<std::thread> threads;
+    for (int t = 1; t < jobs; ++t)
+      threads.emplace_back(worker);
+    worker();
+    for (auto& t : threads)
+      t.join();
+  };
+  runWorkers();
+  if (!relowered.empty() && !cancelled()) {
+    std::sort(relowered.begin(), relowered.end());
+    list = &relowered;
+    next = 0;
+    runWorkers();
+  }
+  phase("check");
   {
     std::lock_guard lock(watchMu);
     workersDone = true;
@@ -453,6 +573,8 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     rep.errors = std::move(invalid);
     rep.verdict = Verdict::Invalid;
   }
+  if (folded.folded) unfoldRanks(folded.originalRank, rep);
+  phase("report");
   rep.seconds = since(start);
   return rep;
 }

@@ -27,6 +27,7 @@ struct Options {
   EngineChoice engine = EngineChoice::Both;
   bool reduceShapes = true;
   bool dedupStages = true;
+  bool foldReplicas = true;  // check a data-parallel axis of translates as a few replicas (stage/fold.h)
   // A stage past these bounds is inconclusive ("stage too large") instead of exhausting memory.
   int64_t maxStageElements = limits::kMaxStageElements;
   int64_t maxStageExprNodes = limits::kMaxStageExprNodes;

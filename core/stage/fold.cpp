@@ -1,0 +1,439 @@
+#include "core/stage/fold.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "core/plan/validate.h"
+#include "core/stage/reduce.h"
+
+namespace paraproof::stage {
+
+namespace {
+
+using Coord = std::vector<int64_t>;
+
+bool isRankKey(const std::string& k) {
+  return k == "group" || k == "peer" || k == "src";
+}
+
+// How one replica's program advances to the next along the axis: per lineage site (device value, box dim)
+// the step of its offsets, per value the step of its part index.
+struct Steps {
+  std::map<std::pair<ValueId, size_t>, int64_t> box;
+  std::map<ValueId, int64_t> part;
+};
+
+class Folder {
+ public:
+  Folder(const Plan& plan, size_t axis) : plan_(plan), a_(axis), n_(plan.mesh.shape[axis]) {}
+
+  FoldedPlan run() {
+    FoldedPlan out;
+    std::string why;
+    if (!indexDevices(why) || !learnLines(why)) return skipped(out, why);
+    std::set<int64_t> kept;
+    for (const Line& l : lines_) {
+      kept.insert(l.base);
+      kept.insert(l.next);
+      kept.insert(l.deviants.begin(), l.deviants.end());
+    }
+    // A group over the replicas shrinks from n*c to m*c members: a sum over it stands for that count. A
+    // constant equal to the full count (a hard-coded 1/dp) would make a correct plan fail folded; one
+    // equal to the folded count would make a wrong plan pass (sum * 1/m against avg over n).
+    std::vector<const Graph*> graphs{&plan_.logical};
+    for (const Device& d : plan_.devices)
+      graphs.push_back(&d.graph);
+    const std::set<int64_t> constants = countLikeConstants(graphs, false);
+    for (int64_t g : lineGroupSizes_)
+      if (constants.count(g))
+        return skipped(out, "a constant of the plan equals " + std::to_string(g) +
+                                ", the size of a group over the replicas");
+    auto collides = [&](int64_t m) {
+      for (int64_t g : lineGroupSizes_)
+        if (constants.count(g / n_ * m)) return true;
+      return false;
+    };
+    for (int64_t m = 2; m < n_; ++m) {
+      if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
+      std::set<int64_t> k = kept;
+      for (int64_t c = 0; static_cast<int64_t>(k.size()) < m; ++c)
+        k.insert(c);
+      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds(), n_ / m, why);
+      if (!logical) continue;
+      if (build(out, k, std::move(*logical), why)) return out;
+    }
+    return skipped(out, why.empty() ? "no replica count divides " + std::to_string(n_) : why);
+  }
+
+ private:
+  struct Line {
+    std::map<int64_t, int> byCoord;  // axis coordinate -> device index
+    int64_t base = 0, next = 1;      // the template pair
+    Steps steps;
+    std::vector<int64_t> deviants;
+  };
+
+  FoldedPlan& skipped(FoldedPlan& out, const std::string& why) {
+    out = FoldedPlan{};
+    out.notes.push_back("replica fold of " + plan_.mesh.axes[a_] + "=" + std::to_string(n_) +
+                        " not applied (" + why + "): every replica is checked");
+    return out;
+  }
+
+  bool indexDevices(std::string& why) {
+    std::map<Coord, size_t> lineOf;
+    for (size_t d = 0; d < plan_.devices.size(); ++d) {
+      const Device& dev = plan_.devices[d];
+      if (dev.coord.size() != plan_.mesh.shape.size()) {
+        why = "rank " + std::to_string(dev.rank) + " has no mesh coordinate";
+        return false;
+      }
+      coordOfRank_[dev.rank] = dev.coord;
+      rankOfCoord_[dev.coord] = dev.rank;
+      Coord rest = dev.coord;
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(a_));
+      auto [it, fresh] = lineOf.emplace(rest, lines_.size());
+      if (fresh) lines_.emplace_back();
+      lines_[it->second].byCoord[dev.coord[a_]] = static_cast<int>(d);
+    }
+    for (const Line& l : lines_)
+      if (static_cast<int64_t>(l.byCoord.size()) != n_) {
+        why = "a line of the mesh lacks some of its " + std::to_string(n_) + " replicas";
+        return false;
+      }
+    return true;
+  }
+
+  const Device& device(const Line& l, int64_t k) const { return plan_.devices[l.byCoord.at(k)]; }
+
+  // Learns each line's steps from a template pair and checks every other replica against it; a replica
+  // that is not the translate of the template is a deviant, kept as it is.
+  bool learnLines(std::string& why) {
+    for (Line& l : lines_) {
+      std::optional<Line> best;
+      for (auto [b, c] : {std::pair<int64_t, int64_t>{0, 1}, {n_ - 2, n_ - 1}}) {
+        Line trial;
+        trial.byCoord = l.byCoord;
+        trial.base = b;
+        trial.next = c;
+        if (!compare(device(l, b), device(l, c), b, c, &trial.steps, why)) continue;
+        for (int64_t k = 0; k < n_; ++k)
+          if (k != b && k != c && !compare(device(l, b), device(l, k), b, k, &trial.steps, why, false))
+            trial.deviants.push_back(k);
+        if (!best || trial.deviants.size() < best->deviants.size()) best = std::move(trial);
+        if (best->deviants.size() <= 1) break;
+      }
+      if (!best) return false;  // `why` says where the template pair differs
+      if (static_cast<int64_t>(best->deviants.size()) * 2 >= n_) {
+        why = "most replicas differ from each other";
+        return false;
+      }
+      l = std::move(*best);
+      if (!checkSteps(l, why)) return false;
+    }
+    return true;
+  }
+
+  // A lineage offset that advances along the axis must tile a logical dimension (n blocks of its step);
+  // a part index that advances must be the coordinate itself, over n parts.
+  bool checkSteps(const Line& l, std::string& why) {
+    const Device& base = device(l, l.base);
+    for (const auto& [site, step] : l.steps.box) {
+      if (step == 0) continue;
+      const Lineage& lin = base.lineage.at(site.first);
+      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
+        why = "lineage of an unknown logical tensor";
+        return false;
+      }
+      const int64_t extent = plan_.logical.values[lv].type.shape[site.second];
+      const auto [s, e] = lin.box.ranges[site.second];
+      const int64_t offset = s - l.base * step;
+      if (step < 0 || extent != n_ * step || offset < 0 || e - s + offset > step) {
+        why = "'" + lin.tensor + "' dim " + std::to_string(site.second) +
+              " is not split into one block per replica";
+        return false;
+      }
+      seeds_.insert({lv, static_cast<int>(site.second)});
+    }
+    for (const auto& [v, step] : l.steps.part) {
+      if (step == 0) continue;
+      // parts = n * step: each replica holds `step` consecutive parts (e.g. one per micro-batch).
+      const Lineage& lin = base.lineage.at(v);
+      const int64_t offset = lin.part - l.base * step;
+      if (step < 0 || lin.parts != n_ * step || offset < 0 || offset >= step) {
+        why = "a value part of '" + lin.tensor + "' is not indexed by the replica";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::vector<std::pair<ValueId, int>> seeds() const { return {seeds_.begin(), seeds_.end()}; }
+
+  // The rank r advanced by `delta` replicas (kNone past the axis).
+  int64_t advance(int64_t r, int64_t delta) const {
+    auto c = coordOfRank_.find(r);
+    if (c == coordOfRank_.end()) return kNone;
+    Coord to = c->second;
+    to[a_] += delta;
+    auto it = rankOfCoord_.find(to);
+    return it == rankOfCoord_.end() ? kNone : it->second;
+  }
+
+  // A rank list either is closed under the axis (a union of whole lines: the data-parallel group, or the
+  // dp x cp group of a loss count) or lies within the device's own replica.
+  enum class RankKind { Lines, Own, Other };
+  RankKind kindOf(const Json& ranks, const Coord& self) const {
+    auto own = [&](const Json& r) {
+      if (!r.is_number_integer()) return false;
+      auto c = coordOfRank_.find(r.get<int64_t>());
+      return c != coordOfRank_.end() && c->second[a_] == self[a_];
+    };
+    if (!ranks.is_array()) return own(ranks) ? RankKind::Own : RankKind::Other;
+    bool allOwn = true;
+    std::set<int64_t> members;
+    for (const Json& r : ranks) {
+      if (!r.is_number_integer()) return RankKind::Other;
+      members.insert(r.get<int64_t>());
+      allOwn = allOwn && own(r);
+    }
+    if (allOwn) return RankKind::Own;
+    for (int64_t r : members) {
+      auto c = coordOfRank_.find(r);
+      if (c == coordOfRank_.end()) return RankKind::Other;
+      Coord next = c->second;
+      next[a_] = (next[a_] + 1) % n_;
+      auto it = rankOfCoord_.find(next);
+      if (it == rankOfCoord_.end() || !members.count(it->second)) return RankKind::Other;
+    }
+    return members.count(rankOfCoord_.at(self)) ? RankKind::Lines : RankKind::Other;
+  }
+
+  bool sameRanks(const Json& b, const Json& d, const Coord& bc, int64_t delta) const {
+    const RankKind kb = kindOf(b, bc);
+    if (kb == RankKind::Other) return false;
+    if (kb == RankKind::Lines) {
+      lineGroupSizes_.insert(static_cast<int64_t>(b.size()));
+      return b == d;  // the same collective: dev lies on the same lines
+    }
+    auto one = [&](const Json& x, const Json& y) {
+      return x.is_number_integer() && y.is_number_integer() &&
+             advance(x.get<int64_t>(), delta) == y.get<int64_t>();
+    };
+    if (!b.is_array()) return one(b, d);
+    if (!d.is_array() || b.size() != d.size()) return false;
+    for (size_t i = 0; i < b.size(); ++i)
+      if (!one(b[i], d[i])) return false;
+    return true;
+  }
+
+  // Is `dev` (coordinate kd) the translate of `base` (coordinate kb)? With `learn`, records the steps of
+  // the lineage offsets and part indices instead of checking them.
+  bool compare(const Device& base, const Device& dev, int64_t kb, int64_t kd, Steps* steps, std::string& why,
+               bool learn = true) const {
+    const Graph& g = base.graph;
+    const Graph& h = dev.graph;
+    const int64_t delta = kd - kb;
+    auto differ = [&](const std::string& what) {
+      if (learn)
+        why =
+            "ranks " + std::to_string(base.rank) + " and " + std::to_string(dev.rank) + " differ in " + what;
+      return false;
+    };
+    if (g.values.size() != h.values.size() || g.ops.size() != h.ops.size() || g.inputs != h.inputs ||
+        g.outputs != h.outputs)
+      return differ("their programs");
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].name != h.values[v].name || g.values[v].type != h.values[v].type ||
+          g.values[v].producer != h.values[v].producer)
+        return differ("value '" + g.values[v].name + "'");
+    std::map<std::string, std::string> instanceTo, instanceFrom;
+    for (size_t o = 0; o < g.ops.size(); ++o) {
+      const Op& x = g.ops[o];
+      const Op& y = h.ops[o];
+      if (x.id != y.id || x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs ||
+          x.attrs.size() != y.attrs.size())
+        return differ("op '" + x.id + "'");
+      for (const auto& [key, value] : x.attrs.items()) {
+        auto it = y.attrs.find(key);
+        if (it == y.attrs.end()) return differ("op '" + x.id + "'");
+        bool ok;
+        if (key == "instance") {
+          // Collective instances are plan-wide names: the translate may rename them, one to one.
+          auto [f, newF] = instanceTo.emplace(value.dump(), it->dump());
+          auto [b, newB] = instanceFrom.emplace(it->dump(), value.dump());
+          ok = f->second == it->dump() && b->second == value.dump();
+          (void)newF, (void)newB;
+        } else {
+          ok = isRankKey(key) ? sameRanks(value, *it, base.coord, delta) : value == *it;
+        }
+        if (!ok) return differ("attribute `" + key + "` of op '" + x.id + "'");
+      }
+    }
+    if (base.lineage.size() != dev.lineage.size()) return differ("lineage");
+    for (const auto& [v, lb] : base.lineage) {
+      auto it = dev.lineage.find(v);
+      if (it == dev.lineage.end()) return differ("lineage");
+      const Lineage& ld = it->second;
+      if (lb.tensor != ld.tensor || lb.parts != ld.parts || lb.box.ranges.size() != ld.box.ranges.size())
+        return differ("the lineage of '" + g.values[v].name + "'");
+      for (size_t i = 0; i < lb.box.ranges.size(); ++i) {
+        const int64_t ds = ld.box.ranges[i].first - lb.box.ranges[i].first;
+        const int64_t de = ld.box.ranges[i].second - lb.box.ranges[i].second;
+        if (ds != de) return differ("the lineage box of '" + g.values[v].name + "'");
+        if (learn) {
+          if (ds % delta) return differ("the lineage box of '" + g.values[v].name + "'");
+          if (ds) steps->box[{v, i}] = ds / delta;
+        } else {
+          auto st = steps->box.find({v, i});
+          if (ds != (st == steps->box.end() ? 0 : st->second * delta)) return false;
+        }
+      }
+      const int64_t dp = ld.part - lb.part;
+      if (learn) {
+        if (dp % delta) return differ("the part index of '" + g.values[v].name + "'");
+        if (dp) steps->part[v] = dp / delta;
+      } else {
+        auto st = steps->part.find(v);
+        if (dp != (st == steps->part.end() ? 0 : st->second * delta)) return false;
+      }
+    }
+    return true;
+  }
+
+  // The folded plan: the kept replicas at positions 0..m-1 of the axis, each moved there by its line's
+  // steps; ranks renumbered in their original order; line groups shrunk to the kept replicas.
+  bool build(FoldedPlan& out, const std::set<int64_t>& kept, Graph logical, std::string& why) {
+    const int64_t m = static_cast<int64_t>(kept.size());
+    std::map<int64_t, int64_t> pos;
+    for (int64_t k : kept)
+      pos.emplace(k, static_cast<int64_t>(pos.size()));
+    std::map<int64_t, int64_t> newRank;  // original rank -> folded rank (order-preserving)
+    std::vector<std::pair<int, const Line*>> chosen;
+    for (size_t d = 0; d < plan_.devices.size(); ++d) {
+      const Device& dev = plan_.devices[d];
+      if (!kept.count(dev.coord[a_])) continue;
+      chosen.push_back({static_cast<int>(d), nullptr});
+    }
+    std::sort(chosen.begin(), chosen.end(), [&](const auto& x, const auto& y) {
+      return plan_.devices[x.first].rank < plan_.devices[y.first].rank;
+    });
+    for (const auto& [d, unused] : chosen)
+      newRank.emplace(plan_.devices[d].rank, static_cast<int64_t>(newRank.size()));
+    std::map<int, const Line*> lineOfDevice;
+    for (const Line& l : lines_)
+      for (const auto& [k, d] : l.byCoord)
+        lineOfDevice[d] = &l;
+
+    Plan p;
+    p.name = plan_.name;
+    p.mesh = plan_.mesh;
+    p.mesh.shape[a_] = m;
+    p.logical = std::move(logical);
+    p.state = plan_.state;
+    p.metadata = plan_.metadata;
+    out.originalRank.clear();
+    for (const auto& [d, unused] : chosen) {
+      const Device& src = plan_.devices[d];
+      const Line& line = *lineOfDevice.at(d);
+      const int64_t k = src.coord[a_], to = pos.at(k);
+      Device dev = src;
+      dev.rank = static_cast<int>(newRank.at(src.rank));
+      dev.coord[a_] = to;
+      auto mapRank = [&](const Json& r) -> std::optional<Json> {
+        if (!r.is_number_integer()) return r;
+        auto c = coordOfRank_.find(r.get<int64_t>());
+        if (c == coordOfRank_.end() || !pos.count(c->second[a_])) return std::nullopt;
+        return Json(newRank.at(r.get<int64_t>()));
+      };
+      for (Op& op : dev.graph.ops)
+        for (auto& [key, value] : op.attrs.items()) {
+          if (!isRankKey(key)) continue;
+          if (kindOf(value, src.coord) == RankKind::Lines) {
+            Json shrunk = Json::array();
+            for (const Json& r : value)
+              if (pos.count(coordOfRank_.at(r.get<int64_t>())[a_]))
+                shrunk.push_back(newRank.at(r.get<int64_t>()));
+            value = shrunk;
+            continue;
+          }
+          Json mapped = value.is_array() ? Json::array() : Json();
+          for (const Json& r : value.is_array() ? value : Json::array({value})) {
+            std::optional<Json> nr = mapRank(r);
+            if (!nr) {
+              why =
+                  "rank " + std::to_string(src.rank) + " op '" + op.id + "' names a replica that is not kept";
+              return false;
+            }
+            if (value.is_array())
+              mapped.push_back(*nr);
+            else
+              mapped = *nr;
+          }
+          value = mapped;
+        }
+      for (auto& [v, lin] : dev.lineage) {
+        for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+          auto st = line.steps.box.find({v, i});
+          if (st == line.steps.box.end()) continue;
+          lin.box.ranges[i].first += (to - k) * st->second;
+          lin.box.ranges[i].second += (to - k) * st->second;
+        }
+        auto ps = line.steps.part.find(v);
+        if (ps != line.steps.part.end() && lin.parts == n_ * ps->second) {
+          lin.part += static_cast<int>((to - k) * ps->second);
+          lin.parts = static_cast<int>(m * ps->second);
+        }
+      }
+      out.originalRank.push_back(src.rank);
+      p.devices.push_back(std::move(dev));
+    }
+    // The folded plan is a plan in its own right; a fold that breaks it is not applied.
+    std::vector<Diagnostic> errs = validatePlan(p);
+    if (!errs.empty()) {
+      why = "the folded plan is invalid: " + errs.front().where + ": " + errs.front().message;
+      return false;
+    }
+    size_t deviants = 0;
+    for (const Line& l : lines_)
+      deviants += l.deviants.size();
+    std::ostringstream os;
+    os << "replica fold: " << plan_.mesh.axes[a_] << "=" << n_ << " checked as " << m
+       << " replicas (coordinates";
+    for (int64_t k : kept)
+      os << " " << k;
+    os << "; " << deviants << " replica" << (deviants == 1 ? "" : "s")
+       << " deviating from the translate of its neighbours, kept as written); the logical dimensions they "
+          "split scaled by "
+       << n_ / m;
+    out.notes.push_back(os.str());
+    out.plan = std::move(p);
+    out.folded = true;
+    return true;
+  }
+
+  const Plan& plan_;
+  size_t a_;
+  int64_t n_;
+  std::vector<Line> lines_;
+  std::map<int64_t, Coord> coordOfRank_;
+  std::map<Coord, int64_t> rankOfCoord_;
+  std::set<std::pair<ValueId, int>> seeds_;
+  mutable std::set<int64_t> lineGroupSizes_;  // sizes of the groups over whole lines (multiples of n)
+};
+
+}  // namespace
+
+FoldedPlan foldReplicas(const Plan& plan, const std::string& axis) {
+  const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), axis);
+  if (it == plan.mesh.axes.end()) return {};
+  const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
+  if (a >= plan.mesh.shape.size() || plan.mesh.shape[a] < 4) return {};
+  return Folder(plan, a).run();
+}
+
+}  // namespace paraproof::stage

@@ -1,0 +1,26 @@
+// The replica fold: a data-parallel axis of n replicas checked as m < n of them. Replicas that are exact
+// translates of each other (same program; only lineage offsets along the batch, value-part indices and the
+// ranks of their communication partners advance with the coordinate) add no new stage: the plan is checked
+// with the replicas at coordinates 0 and 1, every replica that deviates from its translate (one rank's
+// constant, one group member) at its own place, and the logical batch scaled by n/m as shape reduction
+// scales any axis. The soundness argument and its conditions are in docs/soundness.md, "Replica fold".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+
+namespace paraproof::stage {
+
+struct FoldedPlan {
+  bool folded = false;
+  Plan plan;                       // the folded plan (empty when not folded: check the input as it is)
+  std::vector<int> originalRank;   // by device index of `plan`: the rank it stands for in the input
+  std::vector<std::string> notes;  // what was folded, or why not
+};
+
+// `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp").
+FoldedPlan foldReplicas(const Plan& plan, const std::string& axis = "dp");
+
+}  // namespace paraproof::stage
