@@ -237,6 +237,24 @@ class TestMutate : public QObject {
     QCOMPARE(r.exitCode, s[3] > 0 ? 1 : 0);
   }
 
+  // A real model at full shape is far beyond the whole-plan oracle: it says so first (stderr, with the size
+  // and what to do), judges nothing, verifies nothing, and still prints a line per mutant and the summary.
+  void cliSaysUpFrontWhenThePlanIsAboveTheOracleBound() {
+    Run r = cli({"mutate", "--model", "llama3-8b", "--layers", "2", "--parallel", "dp=2,tp=2", "--count", "3",
+                 "--seed", "1"});
+    QCOMPARE(r.exitCode, 3);
+    QVERIFY2(r.err.contains("too large for the end-to-end oracle") && r.err.contains("scalar elements") &&
+                 r.err.contains("micro model"),
+             qPrintable(r.err));
+    QVERIFY2(r.err.indexOf("too large") < r.err.indexOf("mutants decided"), qPrintable(r.err));
+    const QList<int> s = summary(r.out);
+    QVERIFY2(!s.isEmpty(), qPrintable(r.out));
+    QCOMPARE(s[0], 3);
+    QCOMPARE(s[1], 0);  // nothing judged changed
+    QCOMPARE(oracleVerdicts(r.out).size(), 3);
+    QVERIFY2(!r.out.contains("(oracle "), qPrintable(r.out));  // no mutant was run by the oracle or verified
+  }
+
   void cliRejectsBadUsage() {
     QCOMPARE(cli({"mutate", "--model", "mlp", "--parallel", "dp=2", "--count", "0"}).exitCode, 2);
     QCOMPARE(cli({"mutate", "--model", "mlp", "--parallel", "dp=2", "--operators", "nope"}).exitCode, 2);

@@ -279,7 +279,7 @@ int runMutate(const std::vector<std::string>& argv) {
     std::cout << "mutant " << first + i << " " << (r.op.empty() ? "?" : r.op) << ": " << r.description
               << " => " << outcomeText(r.outcome);
     if (!r.detail.empty()) std::cout << " [" << r.detail << "]";
-    if (r.outcome != Outcome::Invalid)
+    if (r.outcome != Outcome::Invalid && !outOfReach)
       std::cout << " (oracle " << r.oracleSeconds << " s, verify " << r.verifySeconds << " s)";
     std::cout << "\n" << std::flush;
   };
