@@ -14,10 +14,12 @@ using namespace paraproof;
 
 namespace {
 
-Plan generated(const std::string& model, const std::string& par, const std::string& inject = "") {
+Plan generated(const std::string& model, const std::string& par, const std::string& inject = "",
+               bool compact = false) {
   parallel::GenerateOptions o;
   o.layers = 2;
   o.inject = inject;
+  o.compact = compact;
   return parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o);
 }
 
@@ -111,13 +113,15 @@ class TestFold : public QObject {
       const auto at = par.find("dp=2");
       if (at == std::string::npos) continue;
       par.replace(at, 4, "dp=8");
-      Plan plan;
+      Plan plan, compact;
       try {
         plan = generated(bug.model, par, bug.id);
+        compact = generated(bug.model, par, bug.id, true);
       } catch (const std::invalid_argument&) {
         continue;  // the bug needs dp=2 exactly
       }
-      const verify::Report f = run(plan, true), u = run(plan, false);
+      const verify::Report f = run(plan, true), u = run(plan, false), c = run(compact, true);
+      QVERIFY2(c.verdict == u.verdict, qPrintable(QString::fromStdString(bug.id + " compact " + par)));
       QVERIFY2(f.verdict == u.verdict, qPrintable(QString::fromStdString(bug.id + " " + par)));
       QCOMPARE(verify::verdictName(f.verdict), verify::verdictName(u.verdict));
       foldedRuns += folded(f);
@@ -148,6 +152,45 @@ class TestFold : public QObject {
     const verify::Report f = run(plan, true), u = run(plan, false);
     QCOMPARE(verify::verdictName(f.verdict), verify::verdictName(u.verdict));
     QVERIFY(f.verdict != verify::Verdict::Equivalent);
+  }
+
+  // The compact form stands for the explicit plan: written out, every implied replica is the device the
+  // generator builds (collective instance names aside, which only need to be unique per call).
+  void compactPlanExpandsToTheExplicitOne() {
+    const Plan explicitPlan = generated("llama-micro", "dp=8,tp=2,pp=2,mb=2");
+    const Plan compact = generated("llama-micro", "dp=8,tp=2,pp=2,mb=2", "", true);
+    QVERIFY(compact.replicas.has_value());
+    QCOMPARE(compact.devices.size(), explicitPlan.devices.size() / 4);
+    const Plan expanded = stage::expandReplicas(compact);
+    QCOMPARE(expanded.devices.size(), explicitPlan.devices.size());
+    for (size_t d = 0; d < expanded.devices.size(); ++d) {
+      const Device& x = expanded.devices[d];
+      const Device& y = explicitPlan.devices[d];
+      QCOMPARE(x.rank, y.rank);
+      QVERIFY(x.coord == y.coord);
+      QVERIFY2(x.lineage == y.lineage, qPrintable(QString("lineage of rank %1").arg(x.rank)));
+      QCOMPARE(x.graph.ops.size(), y.graph.ops.size());
+      for (size_t o = 0; o < x.graph.ops.size(); ++o) {
+        Json a = x.graph.ops[o].attrs, b = y.graph.ops[o].attrs;
+        if (a.is_object()) a.erase("instance");
+        if (b.is_object()) b.erase("instance");
+        QVERIFY2(a == b,
+                 qPrintable(QString::fromStdString("rank " + std::to_string(x.rank) + " op " +
+                                                   x.graph.ops[o].id + ": " + a.dump() + " vs " + b.dump())));
+      }
+    }
+    const verify::Report r = run(compact, false);  // checked replica by replica
+    QCOMPARE(verify::verdictName(r.verdict), "equivalent");
+  }
+
+  void compactFarRankBugIsStatedFoundAndNamed() {
+    const Plan compact = generated("llama-micro", "dp=64", "tv07-eps@layer=1,rank=45", true);
+    QVERIFY(compact.replicas.has_value());
+    QVERIFY(compact.deviceByRank(45) != nullptr);
+    const verify::Report r = run(compact, true);
+    QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
+    QVERIFY(folded(r));
+    QVERIFY(failingRanks(r) == std::set<int>{45});
   }
 
   void foldKeepsTheRanksOfThePlanAsGiven() {

@@ -16,6 +16,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S] [--deadline S]\n"
+    "                  [--verbose] [--no-reduce] [--no-fold] [--no-dedup]\n"
     "                         prove the plan equivalent to its logical model, or show where it is not\n"
     "  verify --model NAME --parallel dp=2,tp=2,pp=2,mb=2 [--layers L] [--inject "
     "BUG[@layer=..,rank=..,mb=..]]\n"
@@ -24,6 +25,7 @@ const char* kUsage =
     "  models [--json]        the model zoo with the real configurations\n"
     "  bugs [--json]          the bug catalog\n"
     "  inspect PLAN.json      summary: devices, ops, collectives, stages\n"
+    "  ops [--json]           the op kinds a plan may use: ports, attributes, meaning\n"
     "  mutate --model NAME --parallel ... --count N --seed S [--jobs J]\n"
     "                         mutation testing: random semantic mutations, an end-to-end oracle, the "
     "verifier\n"
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     if (cmd == "models") return paraproof::cli::runModels(args);
     if (cmd == "bugs") return paraproof::cli::runBugs(args);
     if (cmd == "mutate") return paraproof::cli::runMutate(args);
+    if (cmd == "ops") return paraproof::cli::runOps(args);
   } catch (const paraproof::cli::UsageError& e) {
     std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
     return 2;

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "core/plan/json_io.h"
+#include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
 
 namespace paraproof::cli {
@@ -36,6 +38,7 @@ const char* kHelp =
     "  --verbose             list every stage, not only the failing ones\n"
     "  --no-reduce           check at full shapes (no shape reduction)\n"
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
+    "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
@@ -81,7 +84,7 @@ int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -112,25 +115,44 @@ int runVerify(const std::vector<std::string>& argv) {
 
   const std::string path = generated ? "<generated>" : args.positional()[0];
   Plan plan;
+  const auto loadStart = std::chrono::steady_clock::now();
+  verify::Report report;
+  bool loaded = false;
   try {
     plan = generated ? generateFromArgs(args) : loadPlan(path);
+    loaded = true;
   } catch (const PlanError& e) {
-    for (const auto& d : e.diagnostics())
-      std::cerr << "error: " << d.str() << "\n";
-    return 2;
+    report.errors = e.diagnostics();
   } catch (const std::exception& e) {
-    std::cerr << "error: " << path << ": " << e.what() << "\n";
-    return 2;
+    report.errors = {Diagnostic{path, e.what()}};
   }
-  if (plan.name.empty()) plan.name = path;
-
-  std::signal(SIGINT, onInterrupt);
-  Progress progress(isatty(STDERR_FILENO));
-  verify::Report report = verify::verifyPlan(plan, opt, &progress, &gCancel);
-  if (report.verdict == verify::Verdict::Invalid)
+  if (loaded) {
+    if (plan.name.empty()) plan.name = path;
+    std::signal(SIGINT, onInterrupt);
+    Progress progress(isatty(STDERR_FILENO));
+    const double loadSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
+    report = verify::verifyPlan(plan, opt, &progress, &gCancel);
+    report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
+    report.seconds += loadSeconds;
+    verify::annotateCommunication(report, plan);
+  } else {
+    // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
+    report.verdict = verify::Verdict::Invalid;
+    report.plan = path;
+  }
+  if (report.verdict == verify::Verdict::Invalid) {
+    // Every error names its file (FILE:/json/pointer), is printed once, on stderr; stdout has the verdict.
+    for (Diagnostic& d : report.errors)
+      if (d.where.rfind(path, 0) != 0) d.where = path + (d.where.empty() ? "" : ":" + d.where);
     for (const auto& d : report.errors)
-      std::cerr << "error: " << path << (d.where.empty() ? "" : ":" + d.where) << ": " << d.message << "\n";
-  std::cout << verify::reportToText(report, args.has("verbose"));
+      std::cerr << "error: " << d.str() << "\n";
+    std::cout << "ParaProof report for " << report.plan << "\nverdict: INVALID INPUT ("
+              << report.errors.size() << " error" << (report.errors.size() == 1 ? "" : "s")
+              << ", on stderr)\n";
+  } else {
+    std::cout << verify::reportToText(report, args.has("verbose"));
+  }
   if (auto out = args.get("json")) {
     try {
       verify::saveReportJson(report, *out);

@@ -22,20 +22,24 @@ Plan generateFromArgs(const Args& args) {
   opt.seq = args.getInt("seq", 0, 1, 1 << 30);
   opt.globalBatch = args.getInt("batch", 0, 1, 1 << 30);
   opt.inject = args.getOr("inject", "");
+  opt.compact = !args.has("explicit");
   return parallel::generatePlan(*model, spec, opt);
 }
 
 int runGenerate(const std::vector<std::string>& argv) {
-  Args args(argv, {"model", "parallel", "layers", "seq", "batch", "inject", "o", "output"}, {"help"});
+  Args args(argv, {"model", "parallel", "layers", "seq", "batch", "inject", "o", "output"},
+            {"help", "explicit"});
   if (args.has("help")) {
     std::cout
         << "usage: paraproof generate --model NAME --parallel dp=..,tp=..,pp=..,mb=..[,schedule=gpipe]\n"
            "                          [--layers L] [--seq S] [--batch B] [--inject "
            "BUG[@layer=..,rank=..,mb=..]]\n"
-           "                          -o PLAN.json\n\n"
+           "                          [--explicit] -o PLAN.json\n\n"
            "Generates a full training-step plan (forward, loss, backward, grad accumulation, clipping, "
            "AdamW)\n"
-           "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n";
+           "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n"
+           "From dp=8 the plan is compact: a few data-parallel replicas are written and the others are\n"
+           "their translates (docs/plan-format.md, \"Replicas\"); --explicit writes every device.\n";
     return 0;
   }
   auto out = args.get("o") ? args.get("o") : args.get("output");
@@ -51,8 +55,14 @@ int runGenerate(const std::vector<std::string>& argv) {
   size_t ops = 0;
   for (const auto& d : plan.devices)
     ops += d.graph.ops.size();
-  std::cout << "wrote " << *out << ": " << plan.devices.size() << " devices, " << plan.logical.ops.size()
-            << " logical ops, " << ops << " device ops\n";
+  int64_t meshDevices = 1;
+  for (int64_t n : plan.mesh.shape)
+    meshDevices *= n;
+  std::cout << "wrote " << *out << ": " << plan.devices.size() << " devices";
+  if (plan.replicas)
+    std::cout << " written of " << meshDevices << " (the other " << plan.replicas->axis
+              << " replicas are translates)";
+  std::cout << ", " << plan.logical.ops.size() << " logical ops, " << ops << " device ops\n";
   return 0;
 }
 

@@ -16,17 +16,17 @@ using namespace util;
 
 std::vector<int64_t> groupAttr(const Json& a) {
   std::vector<int64_t> g = intListAttr(a, "group");
-  if (g.empty()) throw ShapeError("attribute `group` must list at least one rank");
+  if (g.empty()) throw AttrError("group", "attribute `group` must list at least one rank");
   std::vector<int64_t> sorted = g;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    throw ShapeError("attribute `group` " + a["group"].dump() + " lists a rank twice");
+    throw AttrError("group", "attribute `group` " + a["group"].dump() + " lists a rank twice");
   return g;
 }
 
 void requireInstance(const Json& a) {
   if (!hasAttr(a, "instance") || !a["instance"].is_string())
-    throw ShapeError("attribute `instance` must be a string id shared by the matching calls");
+    throw AttrError("instance", "attribute `instance` must be a string id shared by the matching calls");
 }
 
 int64_t groupSize(const Json& a) {
@@ -238,7 +238,7 @@ size_t srcPosition(const Json& a) {
   int64_t src = intAttr(a, "src");
   auto it = std::find(g.begin(), g.end(), src);
   if (it == g.end())
-    throw ShapeError("src rank " + std::to_string(src) + " is not in group " + a["group"].dump());
+    throw AttrError("src", "src rank " + std::to_string(src) + " is not in group " + a["group"].dump());
   return static_cast<size_t>(it - g.begin());
 }
 
@@ -273,7 +273,14 @@ OpDef broadcastDispatchDef(OpDef shapeOp, OpDef collective) {
   d.summary =
       "collective (with `instance`): " + collective.summary + "; shape op (without): " + shapeOp.summary;
   d.infer = [shapeOp, collective](const Types& in, const Json& a) {
-    return isCollectiveBroadcast(a) ? collective.infer(in, a) : shapeOp.infer(in, a);
+    // The two forms take disjoint attributes: one of the other form would be silently ignored.
+    const bool coll = isCollectiveBroadcast(a);
+    for (const char* key : {"group", "src", "shape"})
+      if (hasAttr(a, key) && coll == (std::string(key) == "shape"))
+        throw AttrError(key, std::string("attribute `") + key + "` belongs to the " +
+                                 (coll ? "broadcast_to form (without `instance`)"
+                                       : "collective form (with `instance`, `group` and `src`)"));
+    return coll ? collective.infer(in, a) : shapeOp.infer(in, a);
   };
   d.axes = [shapeOp, collective](const Types& in, const Types& out, const Json& a) {
     return isCollectiveBroadcast(a) ? collective.axes(in, out, a) : shapeOp.axes(in, out, a);
@@ -293,7 +300,7 @@ OpDef broadcastDispatchDef(OpDef shapeOp, OpDef collective) {
 namespace {
 void requirePeer(const Json& a) {
   requireInstance(a);
-  if (intAttr(a, "peer") < 0) throw ShapeError("attribute `peer` must be a rank >= 0");
+  if (intAttr(a, "peer") < 0) throw AttrError("peer", "attribute `peer` must be a rank >= 0");
 }
 
 OpDef sendOp() {

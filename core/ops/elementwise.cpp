@@ -105,7 +105,7 @@ void registerUnary(std::vector<OpDef>& reg) {
       "div_scalar", "x / divisor (exact rational)",
       [](ExprPool& p, ExprId x, const Json& a) { return p.div(x, p.real(numAttr(a, "divisor"))); },
       [](const Json& a) {
-        if (numAttr(a, "divisor") == 0) throw ShapeError("attribute `divisor` must be nonzero");
+        if (numAttr(a, "divisor") == 0) throw AttrError("divisor", "attribute `divisor` must be nonzero");
       }));
   reg.push_back(unary(
       "add_scalar", "x + value",
@@ -117,7 +117,7 @@ void registerUnary(std::vector<OpDef>& reg) {
   cast.minInputs = cast.maxInputs = 1;
   cast.summary = "x with another dtype (values are reals; integers convert exactly to reals)";
   cast.infer = [](const std::vector<TensorType>& in, const Json& attrs) {
-    if (!hasAttr(attrs, "dtype")) throw ShapeError("missing attribute `dtype`");
+    if (!hasAttr(attrs, "dtype")) throw AttrError("dtype", "missing attribute `dtype`");
     DType to = dtypeAttr(attrs, "dtype", in[0].dtype);
     bool fromInt = isInteger(in[0].dtype), toInt = isInteger(to);
     if (!fromInt && toInt)

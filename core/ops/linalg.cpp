@@ -101,7 +101,7 @@ struct Einsum {
 
 Einsum parseEinsum(const Types& in, const Json& a) {
   if (!hasAttr(a, "equation") || !a["equation"].is_string())
-    throw ShapeError("attribute `equation` must be a string like \"bij,bjk->bik\"");
+    throw AttrError("equation", "attribute `equation` must be a string like \"bij,bjk->bik\"");
   std::string eq = a["equation"].get<std::string>();
   std::string spaceless;
   for (char c : eq)

@@ -88,7 +88,7 @@ void checkNormInputs(const Types& in, const Json& a, bool withBias, bool withDy)
       throw ShapeError("dy " + typeString(in[2]) + " must have the shape of x " + typeString(in[0]));
   }
   double eps = numAttr(a, "eps");
-  if (eps < 0) throw ShapeError("attribute `eps` must be >= 0");
+  if (eps < 0) throw AttrError("eps", "attribute `eps` must be >= 0");
 }
 
 // x-shaped ports tie fully; h-shaped ports tie to x's last axis; x's last axis is reduced.

@@ -41,8 +41,8 @@ int64_t kAttr(const Types& in, const Json& a) {
   requireMinRank(in[0], 1, "x");
   int64_t k = intAttr(a, "k"), e = in[0].shape.back();
   if (k < 1 || k > e)
-    throw ShapeError("attribute `k` = " + std::to_string(k) + " must be in [1, " + std::to_string(e) +
-                     "] for x " + typeString(in[0]));
+    throw AttrError("k", "attribute `k` = " + std::to_string(k) + " must be in [1, " + std::to_string(e) +
+                             "] for x " + typeString(in[0]));
   return k;
 }
 

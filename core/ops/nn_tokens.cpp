@@ -90,7 +90,7 @@ OpDef embeddingBackwardOp() {
         !std::equal(expect.begin(), expect.end(), in[1].shape.begin()))
       throw ShapeError("dy " + typeString(in[1]) + " must be [..., h] over ids " + typeString(in[0]));
     int64_t v = intAttr(a, "num_embeddings");
-    if (v < 0) throw ShapeError("attribute `num_embeddings` must be >= 0");
+    if (v < 0) throw AttrError("num_embeddings", "attribute `num_embeddings` must be >= 0");
     intAttr(a, "start", 0);
     return Types{{{v, in[1].shape.back()}, in[1].dtype}};
   };
@@ -121,7 +121,7 @@ OpDef oneHotOp() {
   d.infer = [](const Types& in, const Json& a) {
     requireInteger(in[0], "ids");
     int64_t c = intAttr(a, "num_classes");
-    if (c < 0) throw ShapeError("attribute `num_classes` must be >= 0");
+    if (c < 0) throw AttrError("num_classes", "attribute `num_classes` must be >= 0");
     intAttr(a, "start", 0);
     Shape out = in[0].shape;
     out.push_back(c);

@@ -1,5 +1,7 @@
 // Training-step ops: the global gradient norm, the clipping coefficient and the AdamW update.
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "core/ops/nn_families.h"
 #include "core/ops/op_util.h"
@@ -72,9 +74,11 @@ AdamW adamwAttrs(const Json& a) {
           numAttr(a, "weight_decay", 0.0),
           intAttr(a, "step")};
   if (h.step < 1)
-    throw ShapeError("attribute `step` must be >= 1 (bias correction divides by 1 - beta^step)");
-  if (h.beta1 < 0 || h.beta1 >= 1 || h.beta2 < 0 || h.beta2 >= 1)
-    throw ShapeError("attributes `beta1`, `beta2` must be in [0, 1)");
+    throw AttrError("step", "attribute `step` must be >= 1 (bias correction divides by 1 - beta^step)");
+  for (auto [key, beta] : {std::pair<const char*, double>{"beta1", h.beta1}, {"beta2", h.beta2}})
+    if (beta < 0 || beta >= 1)
+      throw AttrError(key,
+                      std::string("attribute `") + key + "` must be in [0, 1), got " + std::to_string(beta));
   return h;
 }
 

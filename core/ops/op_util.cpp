@@ -11,16 +11,17 @@ std::string typeString(const TensorType& t) {
 }
 
 bool hasAttr(const Json& attrs, const char* key) {
+  checkAttrRead(key);
   return attrs.is_object() && attrs.contains(key) && !attrs[key].is_null();
 }
 
 namespace {
 const Json& need(const Json& attrs, const char* key) {
-  if (!hasAttr(attrs, key)) throw ShapeError(std::string("missing attribute `") + key + "`");
+  if (!hasAttr(attrs, key)) throw AttrError(key, std::string("missing attribute `") + key + "`");
   return attrs[key];
 }
 [[noreturn]] void badAttr(const char* key, const char* what, const Json& v) {
-  throw ShapeError(std::string("attribute `") + key + "` must be " + what + ", got " + v.dump());
+  throw AttrError(key, std::string("attribute `") + key + "` must be " + what + ", got " + v.dump());
 }
 // Integer attributes are extents, offsets, dims, ranks and counts: bounding their magnitude keeps every sum
 // and product the shape rules form inside int64.
@@ -107,7 +108,12 @@ int normDim(int64_t dim, size_t rank, const std::string& what) {
 }
 
 int dimAttr(const Json& attrs, const char* key, size_t rank) {
-  return normDim(intAttr(attrs, key), rank, std::string("attribute `") + key + "`");
+  int64_t dim = intAttr(attrs, key);
+  try {
+    return normDim(dim, rank, std::string("attribute `") + key + "`");
+  } catch (const ShapeError& e) {
+    throw AttrError(key, e.what());
+  }
 }
 
 Shape shapeAttr(const Json& attrs, const char* key) {
@@ -115,7 +121,7 @@ Shape shapeAttr(const Json& attrs, const char* key) {
   for (int64_t d : s)
     if (d < 0) badAttr(key, "a list of non-negative extents", attrs[key]);
   if (std::string why = limits::shapeLimitError(s); !why.empty())
-    throw ShapeError(std::string("attribute `") + key + "`: " + why);
+    throw AttrError(key, std::string("attribute `") + key + "`: " + why);
   return s;
 }
 

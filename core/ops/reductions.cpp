@@ -22,7 +22,7 @@ std::vector<int> reduceDims(const Json& a, size_t rank) {
     dims.push_back(normDim(d, rank, "dims entry"));
   std::sort(dims.begin(), dims.end());
   if (std::adjacent_find(dims.begin(), dims.end()) != dims.end())
-    throw ShapeError("attribute `dims` " + a["dims"].dump() + " repeats a dim");
+    throw AttrError("dims", "attribute `dims` " + a["dims"].dump() + " repeats a dim");
   return dims;
 }
 

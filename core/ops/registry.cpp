@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "core/ops/attr_schema.h"
 #include "core/ops/families.h"
 
 namespace paraproof::ops {
@@ -17,6 +18,7 @@ struct Registry {
     registerReductions(defs);
     registerNN(defs);
     registerCommunication(defs);
+    attachSchemas(defs);
     for (size_t i = 0; i < defs.size(); ++i)
       index[defs[i].name] = i;
   }
@@ -41,9 +43,34 @@ std::vector<const OpDef*> allOps() {
   return out;
 }
 
+const AttrSpec* OpDef::findAttr(const std::string& key) const {
+  for (const AttrSpec& a : attrs)
+    if (a.name == key) return &a;
+  return nullptr;
+}
+
+namespace {
+thread_local const OpDef* tReading = nullptr;
+}
+
+AttrReadScope::AttrReadScope(const OpDef& def) : saved_(tReading) {
+  tReading = &def;
+}
+AttrReadScope::~AttrReadScope() {
+  tReading = saved_;
+}
+void checkAttrRead(const char* key) {
+  if (tReading && !tReading->findAttr(key))
+    throw std::logic_error("internal: op " + tReading->name + " reads attribute '" + key +
+                           "', which its schema (core/ops/op_schema.cpp) does not declare");
+}
+
 std::vector<TensorType> inferTypes(const OpDef& def, const std::vector<TensorType>& in, const Json& attrs) {
+  AttrReadScope scope(def);
   try {
     return def.infer(in, attrs);
+  } catch (const AttrError& e) {
+    throw AttrError(e.key, def.name + ": " + e.what());
   } catch (const ShapeError& e) {
     throw ShapeError(def.name + ": " + e.what());
   } catch (const Json::exception& e) {

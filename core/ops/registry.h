@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +25,11 @@ struct SymTensor {
 // Thrown by shape rules; the message says what is wrong without naming the op (the caller adds that).
 struct ShapeError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// A ShapeError about one attribute (missing, ill-typed, out of range): reported at the attribute.
+struct AttrError : ShapeError {
+  AttrError(std::string k, const std::string& message) : ShapeError(message), key(std::move(k)) {}
+  std::string key;
 };
 
 // Axis structure for shape reduction. Ports number the inputs 0..n-1 then the outputs n..n+m-1.
@@ -75,11 +81,41 @@ struct IntRange {
   bool operator==(const IntRange&) const = default;
 };
 
+// One attribute of an op (core/ops/op_schema.cpp): checked at load (core/ops/attr_schema.h), listed by
+// `paraproof ops` and docs/operators.md. Cross-attribute and shape-dependent rules stay in `infer`.
+enum class AttrType {
+  Int,       // an integer (magnitude <= limits::kMaxAttrInteger), >= `min` when `min` is set
+  Number,    // any finite number
+  Bool,      // true or false
+  String,    // any string
+  Choice,    // one of `choices`
+  IntList,   // a list of integers
+  Shape,     // a list of non-negative extents
+  DType,     // a dtype name
+  Dim,       // an axis: an integer, negative counts from the end (checked against the rank by infer)
+  RankList,  // a non-empty list of distinct device ranks
+};
+struct AttrSpec {
+  std::string name;
+  AttrType type = AttrType::Int;
+  bool required = false;
+  std::string dflt;  // when optional: what absence means, as documented ("0", "f32", "all dims")
+  std::string doc;
+  std::vector<std::string> choices;  // Choice
+  std::optional<int64_t> min;        // Int
+};
+
 struct OpDef {
   std::string name;
   int minInputs = 0;
   int maxInputs = 0;  // -1: variadic
   std::string summary;
+  // The contract for plan authors (core/ops/op_schema.cpp): the family (docs/operators.md section), the
+  // input and output ports, and the attributes. Only attributes listed here may appear in a plan.
+  std::string family;
+  std::string inputsDoc, outputsDoc;
+  std::vector<AttrSpec> attrs;
+  const AttrSpec* findAttr(const std::string& key) const;
   bool communication = false;  // collectives and send/recv: semantics span devices
   // Output types from input types and attributes. Throws ShapeError (or Json errors for bad attributes).
   std::function<std::vector<TensorType>(const std::vector<TensorType>& in, const Json& attrs)> infer;
@@ -110,7 +146,22 @@ struct OpDef {
 const OpDef* findOp(const std::string& name);
 std::vector<const OpDef*> allOps();
 
-// Runs the shape rule and rethrows errors as ShapeError with the op kind in the message.
+// While alive, an attribute read by the op's rules (util::hasAttr and every accessor built on it) must
+// name an attribute `def` declares: a rule reading an undeclared key is a schema gap, reported loudly.
+class AttrReadScope {
+ public:
+  explicit AttrReadScope(const OpDef& def);
+  ~AttrReadScope();
+  AttrReadScope(const AttrReadScope&) = delete;
+  AttrReadScope& operator=(const AttrReadScope&) = delete;
+
+ private:
+  const OpDef* saved_;
+};
+void checkAttrRead(const char* key);  // throws std::logic_error for an undeclared key in scope
+
+// Runs the shape rule (in an AttrReadScope) and rethrows errors as ShapeError (AttrError) with the op
+// kind in the message.
 std::vector<TensorType> inferTypes(const OpDef& def, const std::vector<TensorType>& in, const Json& attrs);
 
 // Helpers shared by op definitions and engines.

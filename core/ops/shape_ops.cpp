@@ -22,7 +22,7 @@ OpDef constantOp() {
     double v = numAttr(a, "value");
     DType t = dtypeAttr(a, "dtype", DType::F32);
     if (isInteger(t) && v != static_cast<double>(static_cast<int64_t>(v)))
-      throw ShapeError("attribute `value` must be an integer for dtype " + std::string(dtypeName(t)));
+      throw AttrError("value", "attribute `value` must be an integer for dtype " + std::string(dtypeName(t)));
     return Types{{s, t}};
   };
   // An integer constant is a fixed number: as an index it has no rule, so its values' class is pinned.
@@ -58,7 +58,7 @@ OpDef iotaOp() {
   d.summary = "[n] = start, start + 1, ... (positions; dtype default i64)";
   d.infer = [](const Types&, const Json& a) {
     int64_t n = intAttr(a, "n");
-    if (n < 0) throw ShapeError("attribute `n` must be >= 0, got " + std::to_string(n));
+    if (n < 0) throw AttrError("n", "attribute `n` must be >= 0, got " + std::to_string(n));
     intAttr(a, "start", 0);
     return Types{{{n}, dtypeAttr(a, "dtype", DType::I64)}};
   };
@@ -104,10 +104,12 @@ Shape reshapeTarget(const Shape& in, const Json& a) {
     if (s[i] == -1 && wild < 0) {
       wild = static_cast<int>(i);
     } else if (s[i] < 0) {
-      throw ShapeError("attribute `shape` " + shapeString(s) + " may hold one -1 and otherwise extents >= 0");
+      throw AttrError("shape",
+                      "attribute `shape` " + shapeString(s) + " may hold one -1 and otherwise extents >= 0");
     } else {
       known = limits::cappedProduct(known, s[i], limits::kMaxTensorElements);
-      if (known < 0) throw ShapeError("attribute `shape` " + shapeString(s) + " has too many elements");
+      if (known < 0)
+        throw AttrError("shape", "attribute `shape` " + shapeString(s) + " has too many elements");
     }
   }
   int64_t total = numElements(in);
@@ -190,14 +192,17 @@ std::vector<int> permAttr(const Json& a, size_t rank) {
   std::vector<int> perm;
   std::vector<bool> seen(rank, false);
   for (int64_t v : raw) {
+    if (v < -static_cast<int64_t>(rank) || v >= static_cast<int64_t>(rank))
+      throw AttrError("perm", "attribute `perm` " + a["perm"].dump() + ": entry " + std::to_string(v) +
+                                  " is out of range for rank " + std::to_string(rank));
     int d = normDim(v, rank, "perm entry");
     if (seen[d]) break;
     seen[d] = true;
     perm.push_back(d);
   }
   if (perm.size() != rank || raw.size() != rank)
-    throw ShapeError("attribute `perm` " + a["perm"].dump() + " is not a permutation of " +
-                     std::to_string(rank) + " axes");
+    throw AttrError("perm", "attribute `perm` " + a["perm"].dump() + " is not a permutation of " +
+                                std::to_string(rank) + " axes");
   return perm;
 }
 
@@ -325,12 +330,13 @@ std::vector<int64_t> splitSizes(const Shape& s, const Json& a, int& dim) {
   std::vector<int64_t> sizes = intListAttr(a, "sizes");
   int64_t total = 0;
   for (int64_t z : sizes) {
-    if (z < 0) throw ShapeError("attribute `sizes` " + a["sizes"].dump() + " has a negative size");
+    if (z < 0) throw AttrError("sizes", "attribute `sizes` " + a["sizes"].dump() + " has a negative size");
     total += z;
   }
   if (sizes.empty() || total != s[dim])
-    throw ShapeError("attribute `sizes` " + a["sizes"].dump() + " must sum to " + std::to_string(s[dim]) +
-                     " (dim " + std::to_string(dim) + " of " + shapeString(s) + ")");
+    throw AttrError("sizes", "attribute `sizes` " + a["sizes"].dump() + " must sum to " +
+                                 std::to_string(s[dim]) + " (dim " + std::to_string(dim) + " of " +
+                                 shapeString(s) + ")");
   return sizes;
 }
 

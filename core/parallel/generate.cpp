@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -272,7 +273,25 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   plan.mesh = meshOf(d);
   plan.logical.name = model.name;
   plan.state = buildProgram(model, shape, ShardContext(), spec.schedule, plan.logical, nullptr);
+  // The compact form states whole replicas along the mesh axis dp (dp / ep coordinates).
+  const auto dpAxis = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), "dp");
+  const int64_t replicas =
+      dpAxis == plan.mesh.axes.end() ? 1 : plan.mesh.shape[dpAxis - plan.mesh.axes.begin()];
+  std::set<int64_t> stated;
+  // ZeRO shards optimizer state by the dp coordinate in op attributes (slice offsets), which a translate
+  // does not move: those plans stay explicit.
+  const bool compact = options.compact && replicas >= 8 && spec.zero == 0;
+  if (compact) {
+    stated = {0, 1};
+    if (!options.inject.empty()) {
+      stated = {0, 1, 2, 3};
+      const BugRequest req = parseInjection(options.inject);
+      if (req.site.rank >= 0 && req.site.rank < d.devices())
+        stated.insert(ShardContext::coordOf(d, req.site.rank).dp / d.ep);
+    }
+  }
   for (int r = 0; r < d.devices(); ++r) {
+    if (compact && !stated.count(ShardContext::coordOf(d, r).dp / d.ep)) continue;
     Device dev;
     dev.rank = r;
     const MeshCoord at = ShardContext::coordOf(d, r);
@@ -284,7 +303,30 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   plan.metadata["generator"] = {{"model", model.name},         {"parallel", spec.str()},
                                 {"layers", shape.layers},      {"seq", shape.seq},
                                 {"global_batch", shape.batch}, {"schedule", spec.schedule}};
-  if (!options.inject.empty()) injectBug(plan, options.inject);
+  if (!compact) {
+    if (!options.inject.empty()) injectBug(plan, options.inject);
+    return plan;
+  }
+  std::set<int64_t> changed;  // replicas the injection touched: not a template
+  if (!options.inject.empty()) {
+    try {
+      for (const auto& [rank, op] : injectBug(plan, options.inject).changedOps)
+        changed.insert(ShardContext::coordOf(d, rank).dp / d.ep);
+    } catch (const std::exception&) {
+      GenerateOptions explicitOptions = options;  // the bug needs a replica the compact form does not state
+      explicitOptions.compact = false;
+      return generatePlan(model, spec, explicitOptions);
+    }
+  }
+  std::vector<int64_t> clean;
+  for (int64_t k : stated)
+    if (!changed.count(k)) clean.push_back(k);
+  if (clean.size() < 2) {
+    GenerateOptions explicitOptions = options;
+    explicitOptions.compact = false;
+    return generatePlan(model, spec, explicitOptions);
+  }
+  plan.replicas = Replicas{"dp", clean[0], clean[1]};
   return plan;
 }
 

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/ir/limits.h"
+#include "core/ops/attr_schema.h"
 #include "core/ops/registry.h"
 #include "core/plan/json_reader.h"
 
@@ -44,6 +45,16 @@ void checkCount(size_t n, int64_t limit, const std::string& source, const std::s
   if (static_cast<int64_t>(n) > limit)
     fail(source, ptr,
          what + " has " + std::to_string(n) + " entries, above the limit of " + std::to_string(limit));
+}
+
+// " (did you mean 'relu'?)" for an op kind that is a near miss of a registered one.
+std::string opSuggestion(const std::string& kind) {
+  std::vector<std::string> names;
+  for (const ops::OpDef* d : ops::allOps())
+    names.push_back(d->name);
+  std::string near = ops::closestName(kind, names);
+  return near.empty() ? " (`paraproof ops` lists the op kinds)"
+                      : " (did you mean '" + near + "'? `paraproof ops` lists the op kinds)";
 }
 
 struct DeclaredOutput {
@@ -221,13 +232,18 @@ class GraphReader {
     const std::string who = "op '" + op.id + "': ";
     op.kind = r.string("op");
     const ops::OpDef* def = ops::findOp(op.kind);
-    if (!def) r.fail(r.ptr("op"), who + "unknown op kind '" + op.kind + "'");
+    if (!def) r.fail(r.ptr("op"), who + "unknown op kind '" + op.kind + "'" + opSuggestion(op.kind));
     if (const Json* a = r.find("attrs")) {
       if (!a->is_object()) r.fail(r.ptr("attrs"), who + "attrs must be an object, got " + jsonTypeName(*a));
       if (valueCount(*a, limits::kMaxAttrValues) > limits::kMaxAttrValues)
         r.fail(r.ptr("attrs"), who + "attrs hold more than " + std::to_string(limits::kMaxAttrValues) +
                                    " JSON values (the limit)");
       op.attrs = *a;
+    }
+    // The schema first: a misspelt or ill-typed attribute is named at its pointer, before any shape rule.
+    if (auto problems = ops::checkAttrs(*def, op.attrs); !problems.empty()) {
+      const ops::AttrProblem& p = problems.front();
+      r.fail(p.key.empty() ? r.ptr("attrs") : child(r.ptr("attrs"), p.key), who + p.message);
     }
     op.scope = r.stringOr("scope", "");
     op.origin = r.stringOr("origin", "");
@@ -262,6 +278,9 @@ class GraphReader {
     std::vector<TensorType> outTypes;
     try {
       outTypes = ops::inferTypes(*def, inTypes, op.attrs);
+    } catch (const ops::AttrError& e) {
+      r.fail(op.attrs.contains(e.key) ? child(r.ptr("attrs"), e.key) : r.ptr("attrs"),
+             who + "attribute error: " + e.what());
     } catch (const std::exception& e) {
       r.fail(at, who + "shape error: " + e.what());
     }

@@ -1,5 +1,6 @@
 #include "core/plan/json_io.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "core/ir/limits.h"
 #include "core/plan/graph_json.h"
+#include "core/plan/input_boxes.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/json_text.h"
 
@@ -41,7 +43,7 @@ class PlanReader {
 
   Plan read(const Json& j) {
     ObjectReader top(j, "", source_, "plan",
-                     {"format", "version", "name", "mesh", "metadata", "logical", "devices"});
+                     {"format", "version", "name", "mesh", "replicas", "metadata", "logical", "devices"});
     guarded([&] { readHeader(top); });
     guarded([&] {
       ObjectReader r(top.required("logical"), "/logical", source_, "logical graph",
@@ -90,6 +92,26 @@ class PlanReader {
     }
   }
 
+  // Checked against the mesh once it is read (readHeader reads the mesh first).
+  void readReplicas(const Json& j) {
+    ObjectReader r(j, "/replicas", source_, "replicas", {"axis", "template"});
+    Replicas rep;
+    rep.axis = readString(r.required("axis"), source_, "/replicas/axis", "replica axis name");
+    const Json& t = r.array("template");
+    if (t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer())
+      fail(source_, "/replicas/template", "template must list two coordinates of the replica axis");
+    rep.from = t[0].get<int64_t>();
+    rep.to = t[1].get<int64_t>();
+    auto axis = std::find(plan_.mesh.axes.begin(), plan_.mesh.axes.end(), rep.axis);
+    if (axis == plan_.mesh.axes.end())
+      fail(source_, "/replicas/axis", "replica axis '" + rep.axis + "' is not an axis of the mesh");
+    const int64_t n = plan_.mesh.shape.at(static_cast<size_t>(axis - plan_.mesh.axes.begin()));
+    if (rep.from < 0 || rep.to < 0 || rep.from >= n || rep.to >= n || rep.from == rep.to)
+      fail(source_, "/replicas/template",
+           "template coordinates must be two different coordinates below " + std::to_string(n));
+    plan_.replicas = rep;
+  }
+
   void readHeader(const ObjectReader& top) {
     if (const Json* f = top.find("format")) {
       std::string format = readString(*f, source_, "/format", "field 'format'");
@@ -117,6 +139,7 @@ class PlanReader {
     for (size_t k = 0; k < axes.size(); ++k)
       plan_.mesh.axes.push_back(readString(axes[k], source_, child("/mesh/axes", k), "mesh axis name"));
     plan_.mesh.shape = readShape(mesh.required("shape"), source_, "/mesh/shape");
+    if (const Json* r = top.find("replicas")) readReplicas(*r);
     if (plan_.mesh.shape.size() != plan_.mesh.axes.size())
       fail(source_, "/mesh/shape",
            "mesh shape " + shapeString(plan_.mesh.shape) + " has " + std::to_string(plan_.mesh.shape.size()) +
@@ -159,6 +182,7 @@ class PlanReader {
     for (size_t k = 0; k < coord.size(); ++k)
       d.coord.push_back(readInteger(coord[k], source_, child(r.ptr("coord"), k), "coord entry"));
     d.graph.name = "rank " + std::to_string(d.rank);
+    if (logicalOk_) checkInputBoxes(j, at, source_, plan_.logical);
     readGraph(j, at, source_, d.graph);
     tally(d.graph, at);
     if (const Json* lin = r.find("lineage")) {
@@ -199,7 +223,14 @@ class PlanReader {
       ValueId t = plan_.logical.findValue(l.tensor);
       if (t != kNone) l.box = fullBox(plan_.logical.values[t].type.shape);
     }
-    if (const Json* p = r.find("part")) l.part = readInt(*p, source_, r.ptr("part"), "part");
+    if (const Json* p = r.find("part")) {
+      // Without `parts` the part is of a whole (parts = 1): the exporter forgot the count, and the error
+      // would otherwise surface at another rank, as that rank's incomplete value-part group.
+      if (!r.find("parts"))
+        fail(source_, r.ptr("part"),
+             who + "lineage of '" + name + "' has `part` but no `parts` (value part k of n needs both)");
+      l.part = readInt(*p, source_, r.ptr("part"), "part");
+    }
     if (const Json* p = r.find("parts")) l.parts = readInt(*p, source_, r.ptr("parts"), "parts");
     d.lineage[v] = std::move(l);
   }
@@ -254,6 +285,9 @@ Plan loadPlan(const std::string& path) {
 Json planToJson(const Plan& plan) {
   Json j{{"format", kFormat}, {"version", kVersion}, {"name", plan.name}};
   j["mesh"] = Json{{"axes", plan.mesh.axes}, {"shape", plan.mesh.shape}};
+  if (plan.replicas)
+    j["replicas"] =
+        Json{{"axis", plan.replicas->axis}, {"template", {plan.replicas->from, plan.replicas->to}}};
   j["metadata"] = plan.metadata;
   Json logical = Json::object();
   writeGraph(plan.logical, logical);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,21 @@ struct StatePair {
   bool operator==(const StatePair&) const = default;
 };
 
+// A compact plan states only some replicas along one mesh axis (docs/plan-format.md, "Replicas"): a device
+// at a coordinate of `axis` that is not stated is the translate of the replicas stated at `from` and `to`
+// (the same program; lineage offsets, value-part indices and the ranks of its partners within its replica
+// advance by the step between them; groups over whole lines of the axis stay as written). Ranks are the
+// row-major index of the mesh coordinate.
+struct Replicas {
+  std::string axis;
+  int64_t from = 0, to = 1;
+  bool operator==(const Replicas&) const = default;
+};
+
 struct Plan {
   std::string name;
   Mesh mesh;
+  std::optional<Replicas> replicas;  // set: a compact plan (devices of other replicas are implied)
   Graph logical;
   std::vector<StatePair> state;  // declared in the logical graph; empty: an inference-style plan
   std::vector<Device> devices;

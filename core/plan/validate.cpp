@@ -85,6 +85,7 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   Report r(source, diags);
   bool ranksUnique = checkMesh(plan, r);
   checkLogicalGraph(plan, r);
+  checkAttributes(plan, r);
   checkLineage(plan, r);
   checkDeviceInputs(plan, r);
   checkValueParts(plan, r);

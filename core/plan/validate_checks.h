@@ -41,6 +41,7 @@ std::vector<int> commGroup(const Op& op);  // attrs.group, empty if absent or ma
 // Returns true when ranks are unique (the order simulation identifies devices by rank).
 bool checkMesh(const Plan& plan, Report& r);
 void checkLogicalGraph(const Plan& plan, Report& r);
+void checkAttributes(const Plan& plan, Report& r);  // validate_attrs.cpp
 void checkLineage(const Plan& plan, Report& r);
 void checkDeviceInputs(const Plan& plan, Report& r);
 void checkValueParts(const Plan& plan, Report& r);

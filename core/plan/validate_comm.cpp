@@ -111,6 +111,9 @@ class CommChecker {
 
   void matchCollective(const std::string& instance, const std::vector<Call>& calls) {
     const std::string what = "collective instance '" + instance + "': ";
+    // Exporters that name each call after its op reuse one id across disjoint groups.
+    const std::string planWide =
+        " (instance ids are plan-wide: distinct calls need distinct ids, even in disjoint groups)";
     const Call& ref = calls.front();
     const Op& refOp = op(ref);
     std::vector<int> refGroup = commGroup(refOp);
@@ -121,7 +124,7 @@ class CommChecker {
       auto [prev, fresh] = byRank.emplace(dev(c).rank, &c);
       if (!fresh) {
         r_.add(at(c), what + "rank " + std::to_string(dev(c).rank) + " issues it twice (ops '" +
-                          op(*prev->second).id + "' and '" + o.id + "')");
+                          op(*prev->second).id + "' and '" + o.id + "')" + planWide);
         continue;
       }
       if (&c == &ref) continue;
@@ -129,14 +132,14 @@ class CommChecker {
       const std::string other = "rank " + std::to_string(dev(c).rank) + " ('" + o.id + "') ";
       if (o.kind != refOp.kind) {
         r_.add(at(c), what + "kind mismatch: " + pair + "issues " + refOp.kind + " but " + other + "issues " +
-                          o.kind);
+                          o.kind + planWide);
         continue;
       }
       std::vector<int> group = commGroup(o);
       if (group != refGroup) {
         r_.add(at(c) + "/attrs/group", what + "group mismatch: " + pair + "uses group " +
                                            groupString(refGroup) + " but " + other + "uses " +
-                                           groupString(group));
+                                           groupString(group) + planWide);
         continue;
       }
       if (types(dev(c).graph, o.inputs) != refIn)

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/plan/validate.h"
 #include "core/stage/reduce.h"
@@ -28,7 +29,25 @@ struct Steps {
 
 class Folder {
  public:
-  Folder(const Plan& plan, size_t axis) : plan_(plan), a_(axis), n_(plan.mesh.shape[axis]) {}
+  Folder(const Plan& plan, size_t axis)
+      : plan_(plan),
+        a_(axis),
+        n_(plan.mesh.shape[axis]),
+        compact_(plan.replicas && plan.replicas->axis == plan.mesh.axes[axis]) {}
+
+  // Every implied replica of a compact plan written out: the explicit plan it stands for.
+  Plan expand() {
+    std::string why;
+    if (!indexDevices(why) || !learnLines(why)) throw std::invalid_argument("replicas: " + why);
+    Plan p = plan_;
+    p.replicas.reset();
+    for (const Line& l : lines_)
+      for (int64_t k = 0; k < n_; ++k)
+        if (!l.byCoord.count(k)) p.devices.push_back(translate(l, k));
+    std::sort(p.devices.begin(), p.devices.end(),
+              [](const Device& x, const Device& y) { return x.rank < y.rank; });
+    return p;
+  }
 
   FoldedPlan run() {
     FoldedPlan out;
@@ -39,6 +58,9 @@ class Folder {
       kept.insert(l.base);
       kept.insert(l.next);
       kept.insert(l.deviants.begin(), l.deviants.end());
+      if (compact_)  // a stated replica is kept as stated
+        for (const auto& [k, d] : l.byCoord)
+          kept.insert(k);
     }
     // A group over the replicas shrinks from n*c to m*c members: a sum over it stands for that count. A
     // constant equal to the full count (a hard-coded 1/dp) would make a correct plan fail folded; one
@@ -99,6 +121,30 @@ class Folder {
       if (fresh) lines_.emplace_back();
       lines_[it->second].byCoord[dev.coord[a_]] = static_cast<int>(d);
     }
+    if (compact_) {
+      for (const Device& dev : plan_.devices) {
+        int64_t r = 0;
+        for (size_t i = 0; i < dev.coord.size(); ++i)
+          r = r * plan_.mesh.shape[i] + dev.coord[i];
+        if (r != dev.rank) {
+          why = "rank " + std::to_string(dev.rank) + " is not the row-major index of its coordinate";
+          return false;
+        }
+      }
+      for (const Line& l : lines_) {
+        if (!l.byCoord.count(plan_.replicas->from) || !l.byCoord.count(plan_.replicas->to)) {
+          why = "a line of the mesh does not state the template replicas";
+          return false;
+        }
+        if (l.byCoord.size() != lines_.front().byCoord.size() ||
+            !std::equal(l.byCoord.begin(), l.byCoord.end(), lines_.front().byCoord.begin(),
+                        [](const auto& x, const auto& y) { return x.first == y.first; })) {
+          why = "the stated replicas are not whole (every device of a stated coordinate is stated)";
+          return false;
+        }
+      }
+      return true;
+    }
     for (const Line& l : lines_)
       if (static_cast<int64_t>(l.byCoord.size()) != n_) {
         why = "a line of the mesh lacks some of its " + std::to_string(n_) + " replicas";
@@ -109,25 +155,53 @@ class Folder {
 
   const Device& device(const Line& l, int64_t k) const { return plan_.devices[l.byCoord.at(k)]; }
 
+  // Rank <-> coordinate. A compact plan implies the devices it does not state: their ranks are the row-major
+  // index of the coordinate (checked on the stated ones).
+  int64_t rankAt(const Coord& c) const {
+    auto it = rankOfCoord_.find(c);
+    if (it != rankOfCoord_.end()) return it->second;
+    if (!compact_ || c.size() != plan_.mesh.shape.size()) return kNone;
+    int64_t r = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i] < 0 || c[i] >= plan_.mesh.shape[i]) return kNone;
+      r = r * plan_.mesh.shape[i] + c[i];
+    }
+    return r;
+  }
+  std::optional<Coord> coordOf(int64_t r) const {
+    auto it = coordOfRank_.find(r);
+    if (it != coordOfRank_.end()) return it->second;
+    if (!compact_ || r < 0) return std::nullopt;
+    Coord c(plan_.mesh.shape.size());
+    for (size_t i = c.size(); i-- > 0;) {
+      c[i] = r % plan_.mesh.shape[i];
+      r /= plan_.mesh.shape[i];
+    }
+    if (r != 0) return std::nullopt;
+    return c;
+  }
+
   // Learns each line's steps from a template pair and checks every other replica against it; a replica
   // that is not the translate of the template is a deviant, kept as it is.
   bool learnLines(std::string& why) {
     for (Line& l : lines_) {
       std::optional<Line> best;
-      for (auto [b, c] : {std::pair<int64_t, int64_t>{0, 1}, {n_ - 2, n_ - 1}}) {
+      std::vector<std::pair<int64_t, int64_t>> pairs{{0, 1}, {n_ - 2, n_ - 1}};
+      if (compact_) pairs = {{plan_.replicas->from, plan_.replicas->to}};
+      for (auto [b, c] : pairs) {
         Line trial;
         trial.byCoord = l.byCoord;
         trial.base = b;
         trial.next = c;
         if (!compare(device(l, b), device(l, c), b, c, &trial.steps, why)) continue;
-        for (int64_t k = 0; k < n_; ++k)
+        for (const auto& [k, d] : l.byCoord)
           if (k != b && k != c && !compare(device(l, b), device(l, k), b, k, &trial.steps, why, false))
             trial.deviants.push_back(k);
         if (!best || trial.deviants.size() < best->deviants.size()) best = std::move(trial);
         if (best->deviants.size() <= 1) break;
       }
       if (!best) return false;  // `why` says where the template pair differs
-      if (static_cast<int64_t>(best->deviants.size()) * 2 >= n_) {
+      if (!compact_ && static_cast<int64_t>(best->deviants.size()) * 2 >= n_) {
         why = "most replicas differ from each other";
         return false;
       }
@@ -176,12 +250,10 @@ class Folder {
 
   // The rank r advanced by `delta` replicas (kNone past the axis).
   int64_t advance(int64_t r, int64_t delta) const {
-    auto c = coordOfRank_.find(r);
-    if (c == coordOfRank_.end()) return kNone;
-    Coord to = c->second;
-    to[a_] += delta;
-    auto it = rankOfCoord_.find(to);
-    return it == rankOfCoord_.end() ? kNone : it->second;
+    std::optional<Coord> to = coordOf(r);
+    if (!to) return kNone;
+    (*to)[a_] += delta;
+    return rankAt(*to);
   }
 
   // A rank list either is closed under the axis (a union of whole lines: the data-parallel group, or the
@@ -190,8 +262,8 @@ class Folder {
   RankKind kindOf(const Json& ranks, const Coord& self) const {
     auto own = [&](const Json& r) {
       if (!r.is_number_integer()) return false;
-      auto c = coordOfRank_.find(r.get<int64_t>());
-      return c != coordOfRank_.end() && c->second[a_] == self[a_];
+      std::optional<Coord> c = coordOf(r.get<int64_t>());
+      return c && (*c)[a_] == self[a_];
     };
     if (!ranks.is_array()) return own(ranks) ? RankKind::Own : RankKind::Other;
     bool allOwn = true;
@@ -203,14 +275,13 @@ class Folder {
     }
     if (allOwn) return RankKind::Own;
     for (int64_t r : members) {
-      auto c = coordOfRank_.find(r);
-      if (c == coordOfRank_.end()) return RankKind::Other;
-      Coord next = c->second;
-      next[a_] = (next[a_] + 1) % n_;
-      auto it = rankOfCoord_.find(next);
-      if (it == rankOfCoord_.end() || !members.count(it->second)) return RankKind::Other;
+      std::optional<Coord> next = coordOf(r);
+      if (!next) return RankKind::Other;
+      (*next)[a_] = ((*next)[a_] + 1) % n_;
+      const int64_t nr = rankAt(*next);
+      if (nr == kNone || !members.count(nr)) return RankKind::Other;
     }
-    return members.count(rankOfCoord_.at(self)) ? RankKind::Lines : RankKind::Other;
+    return members.count(rankAt(self)) ? RankKind::Lines : RankKind::Other;
   }
 
   bool sameRanks(const Json& b, const Json& d, const Coord& bc, int64_t delta) const {
@@ -305,6 +376,43 @@ class Folder {
     return true;
   }
 
+  // The implied replica at coordinate k of a line: the template's base moved by k - base steps. Collectives
+  // within one replica get instance names of that replica; groups over whole lines stay as written.
+  Device translate(const Line& l, int64_t k) const {
+    const Device& base = device(l, l.base);
+    const int64_t delta = k - l.base;
+    Device t = base;
+    t.coord[a_] = k;
+    t.rank = static_cast<int>(rankAt(t.coord));
+    t.graph.name = "rank" + std::to_string(t.rank);
+    for (Op& op : t.graph.ops) {
+      bool own = false;
+      for (auto& [key, value] : op.attrs.items()) {
+        if (!isRankKey(key) || kindOf(value, base.coord) != RankKind::Own) continue;
+        own = true;
+        if (value.is_array())
+          for (Json& r : value)
+            r = advance(r.get<int64_t>(), delta);
+        else
+          value = advance(value.get<int64_t>(), delta);
+      }
+      if (own && op.attrs.contains("instance"))
+        op.attrs["instance"] =
+            op.attrs["instance"].dump() + "@" + plan_.mesh.axes[a_] + "=" + std::to_string(k);
+    }
+    for (auto& [v, lin] : t.lineage) {
+      for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+        auto st = l.steps.box.find({v, i});
+        if (st == l.steps.box.end()) continue;
+        lin.box.ranges[i].first += delta * st->second;
+        lin.box.ranges[i].second += delta * st->second;
+      }
+      auto ps = l.steps.part.find(v);
+      if (ps != l.steps.part.end()) lin.part += static_cast<int>(delta * ps->second);
+    }
+    return t;
+  }
+
   // The folded plan: the kept replicas at positions 0..m-1 of the axis, each moved there by its line's
   // steps; ranks renumbered in their original order; line groups shrunk to the kept replicas.
   bool build(FoldedPlan& out, const std::set<int64_t>& kept, Graph logical, std::string& why) {
@@ -312,22 +420,21 @@ class Folder {
     std::map<int64_t, int64_t> pos;
     for (int64_t k : kept)
       pos.emplace(k, static_cast<int64_t>(pos.size()));
-    std::map<int64_t, int64_t> newRank;  // original rank -> folded rank (order-preserving)
-    std::vector<std::pair<int, const Line*>> chosen;
-    for (size_t d = 0; d < plan_.devices.size(); ++d) {
-      const Device& dev = plan_.devices[d];
-      if (!kept.count(dev.coord[a_])) continue;
-      chosen.push_back({static_cast<int>(d), nullptr});
-    }
-    std::sort(chosen.begin(), chosen.end(), [&](const auto& x, const auto& y) {
-      return plan_.devices[x.first].rank < plan_.devices[y.first].rank;
-    });
-    for (const auto& [d, unused] : chosen)
-      newRank.emplace(plan_.devices[d].rank, static_cast<int64_t>(newRank.size()));
-    std::map<int, const Line*> lineOfDevice;
+    struct Source {
+      Device dev;
+      const Line* line;
+    };
+    std::vector<Source> chosen;
     for (const Line& l : lines_)
-      for (const auto& [k, d] : l.byCoord)
-        lineOfDevice[d] = &l;
+      for (int64_t k : kept) {
+        auto it = l.byCoord.find(k);
+        chosen.push_back({it != l.byCoord.end() ? plan_.devices[it->second] : translate(l, k), &l});
+      }
+    std::sort(chosen.begin(), chosen.end(),
+              [](const Source& x, const Source& y) { return x.dev.rank < y.dev.rank; });
+    std::map<int64_t, int64_t> newRank;  // original rank -> folded rank (order-preserving)
+    for (const Source& c : chosen)
+      newRank.emplace(c.dev.rank, static_cast<int64_t>(newRank.size()));
 
     Plan p;
     p.name = plan_.name;
@@ -337,17 +444,17 @@ class Folder {
     p.state = plan_.state;
     p.metadata = plan_.metadata;
     out.originalRank.clear();
-    for (const auto& [d, unused] : chosen) {
-      const Device& src = plan_.devices[d];
-      const Line& line = *lineOfDevice.at(d);
+    for (Source& c : chosen) {
+      const Device src = c.dev;
+      const Line& line = *c.line;
       const int64_t k = src.coord[a_], to = pos.at(k);
-      Device dev = src;
+      Device& dev = c.dev;
       dev.rank = static_cast<int>(newRank.at(src.rank));
       dev.coord[a_] = to;
       auto mapRank = [&](const Json& r) -> std::optional<Json> {
         if (!r.is_number_integer()) return r;
-        auto c = coordOfRank_.find(r.get<int64_t>());
-        if (c == coordOfRank_.end() || !pos.count(c->second[a_])) return std::nullopt;
+        std::optional<Coord> c = coordOf(r.get<int64_t>());
+        if (!c || !pos.count((*c)[a_])) return std::nullopt;
         return Json(newRank.at(r.get<int64_t>()));
       };
       for (Op& op : dev.graph.ops)
@@ -356,8 +463,7 @@ class Folder {
           if (kindOf(value, src.coord) == RankKind::Lines) {
             Json shrunk = Json::array();
             for (const Json& r : value)
-              if (pos.count(coordOfRank_.at(r.get<int64_t>())[a_]))
-                shrunk.push_back(newRank.at(r.get<int64_t>()));
+              if (pos.count((*coordOf(r.get<int64_t>()))[a_])) shrunk.push_back(newRank.at(r.get<int64_t>()));
             value = shrunk;
             continue;
           }
@@ -419,6 +525,7 @@ class Folder {
   const Plan& plan_;
   size_t a_;
   int64_t n_;
+  bool compact_;
   std::vector<Line> lines_;
   std::map<int64_t, Coord> coordOfRank_;
   std::map<Coord, int64_t> rankOfCoord_;
@@ -428,7 +535,15 @@ class Folder {
 
 }  // namespace
 
-FoldedPlan foldReplicas(const Plan& plan, const std::string& axis) {
+Plan expandReplicas(const Plan& plan) {
+  if (!plan.replicas) return plan;
+  const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), plan.replicas->axis);
+  if (it == plan.mesh.axes.end()) throw std::invalid_argument("replicas: axis is not an axis of the mesh");
+  return Folder(plan, static_cast<size_t>(it - plan.mesh.axes.begin())).expand();
+}
+
+FoldedPlan foldReplicas(const Plan& plan, const std::string& requested) {
+  const std::string& axis = plan.replicas ? plan.replicas->axis : requested;
   const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), axis);
   if (it == plan.mesh.axes.end()) return {};
   const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());

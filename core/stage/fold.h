@@ -20,7 +20,13 @@ struct FoldedPlan {
   std::vector<std::string> notes;  // what was folded, or why not
 };
 
-// `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp").
+// `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp"). A compact plan (Plan::replicas)
+// is folded along its replica axis.
 FoldedPlan foldReplicas(const Plan& plan, const std::string& axis = "dp");
+
+// The explicit plan a compact plan stands for (every implied replica written out); the plan itself when it
+// is explicit. Throws std::invalid_argument when the stated replicas do not define their translates (the
+// template replicas differ in more than offsets and partners, a partial replica, ranks not row-major).
+Plan expandReplicas(const Plan& plan);
 
 }  // namespace paraproof::stage

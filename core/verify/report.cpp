@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/verify/report_annotate.h"
+
 namespace paraproof::verify {
 
 const char* verdictName(Verdict v) {
@@ -56,8 +58,38 @@ Json tensorJson(const TensorValues& t) {
   return j;
 }
 
-Json counterexampleJson(const CounterexampleReport& c) {
+Json communicationJson(const CommunicationRef& c) {
+  Json j{{"kind", c.kind}, {"op", c.op}, {"ranks", c.ranks}};
+  if (!c.instance.empty()) j["instance"] = c.instance;
+  if (!c.group.empty()) j["group"] = c.group;
+  if (c.peer != kNone) j["peer"] = c.peer;
+  if (!c.reduce.empty()) j["reduce"] = c.reduce;
+  return j;
+}
+
+// "all_reduce 'grad_avg' (instance 'grad_w', group [0,1], reduce avg) on ranks 0,1"
+std::string communicationText(const CommunicationRef& c) {
+  std::string s = c.kind + " '" + c.op + "' (";
+  std::string inner;
+  auto add = [&](const std::string& x) { inner += (inner.empty() ? "" : ", ") + x; };
+  if (!c.instance.empty()) add("instance '" + c.instance + "'");
+  if (!c.group.empty()) {
+    std::string g = "group [";
+    for (size_t i = 0; i < c.group.size(); ++i)
+      g += (i ? "," : "") + std::to_string(c.group[i]);
+    add(g + "]");
+  }
+  if (c.peer != kNone) add((c.kind == "send" ? "to rank " : "from rank ") + std::to_string(c.peer));
+  if (!c.reduce.empty()) add("reduce " + c.reduce);
+  s += inner + ") on rank" + (c.ranks.size() == 1 ? " " : "s ");
+  for (size_t i = 0; i < c.ranks.size(); ++i)
+    s += (i ? "," : "") + std::to_string(c.ranks[i]);
+  return s;
+}
+
+Json counterexampleJson(const CounterexampleReport& c, const std::vector<CommunicationRef>& comm) {
   Json j{{"confirmed", c.confirmed}};
+  j["hints"] = counterexampleHints(c, comm);
   j["logical_inputs"] = Json::array();
   for (const auto& t : c.logicalInputs)
     j["logical_inputs"].push_back(tensorJson(t));
@@ -87,14 +119,6 @@ std::string idx(const std::vector<int64_t>& i) {
   std::string s = "[";
   for (size_t k = 0; k < i.size(); ++k)
     s += (k ? "," : "") + std::to_string(i[k]);
-  return s + "]";
-}
-
-std::string values(const TensorValues& t, size_t limit = 16) {
-  std::string s = "[";
-  for (size_t i = 0; i < t.values.size() && i < limit; ++i)
-    s += (i ? ", " : "") + fmt(t.values[i]);
-  if (t.values.size() > limit) s += ", ...";
   return s + "]";
 }
 
@@ -132,6 +156,9 @@ Json reportToJson(const Report& r) {
     sj["parallel_ops"] = Json::array();
     for (const auto& p : s.parallelOps)
       sj["parallel_ops"].push_back({{"rank", p.rank}, {"op", p.op}});
+    sj["communication"] = Json::array();
+    for (const auto& c : s.communication)
+      sj["communication"].push_back(communicationJson(c));
     if (i < r.results.size()) {
       const StageResult& res = r.results[i];
       sj["verdict"] = solver::statusName(res.status);
@@ -142,7 +169,7 @@ Json reportToJson(const Report& r) {
         sj["reused_from"] = res.reusedFrom;
         ++reused;
       }
-      if (res.counterexample) sj["counterexample"] = counterexampleJson(*res.counterexample);
+      if (res.counterexample) sj["counterexample"] = counterexampleJson(*res.counterexample, s.communication);
       ++counts[static_cast<int>(res.status)];
     } else {
       sj["verdict"] = "pending";
@@ -195,21 +222,25 @@ std::string reportToText(const Report& r, bool verbose) {
     os << "  scopes:  " << (s.scopes.empty() ? "-" : join(s.scopes, ", ")) << "\n";
     os << "  devices: " << devicesString(s.devices) << "\n";
     os << "  logical ops: " << (s.logicalOps.empty() ? "-" : join(s.logicalOps, ", ")) << "\n";
+    for (const auto& c : s.communication)
+      os << "  communication: " << communicationText(c) << "\n";
     if (!res.reason.empty()) os << "  reason:  " << res.reason << "\n";
     if (!res.counterexample) continue;
     const CounterexampleReport& c = *res.counterexample;
     os << "  counterexample (" << (c.confirmed ? "confirmed by concrete re-evaluation" : "not confirmed")
        << "):\n";
     for (const auto& t : c.logicalInputs)
-      os << "    logical " << t.name << " = " << values(t) << "\n";
+      os << "    logical " << t.name << ": " << shapedValues(t.shape, t.values) << "\n";
     for (const auto& t : c.parallelInputs)
-      os << "    rank " << t.device << " " << t.name << " = " << values(t) << "\n";
+      os << "    rank " << t.device << " " << t.name << ": " << shapedValues(t.shape, t.values) << "\n";
     for (const auto& d : c.diffs) {
       os << "    MISMATCH "
          << (d.device == kNone ? std::string("(sum of parts)") : "rank " + std::to_string(d.device)) << " "
          << d.tensor << " vs logical " << d.logicalTensor << idx(d.index) << ": expected " << fmt(d.expected)
          << ", actual " << fmt(d.actual) << "\n";
     }
+    for (const std::string& h : counterexampleHints(c, s.communication))
+      os << "    hint: " << h << "\n";
   }
   os << "\nverdict: ";
   switch (r.verdict) {

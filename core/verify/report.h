@@ -26,16 +26,28 @@ struct ParallelOpRef {
   std::string op;  // op id in that device's graph
 };
 
+// A communication op of a stage, for the reader (report_annotate.h): one entry per call instance.
+struct CommunicationRef {
+  std::string kind;      // all_reduce, send, ...
+  std::string op;        // op id (of the first rank listed)
+  std::string instance;  // empty if none
+  std::vector<int> group;
+  int peer = kNone;        // send/recv
+  std::string reduce;      // all_reduce / reduce_scatter
+  std::vector<int> ranks;  // the ranks issuing it in this stage
+};
+
 // What a stage covers; known before it is checked.
 struct StageInfo {
   int id = 0;
   StageKind kind = StageKind::Compute;
   std::vector<std::string> logicalOps;  // op ids of the logical graph
   std::vector<ParallelOpRef> parallelOps;
-  std::vector<int> devices;          // ranks involved, sorted
-  std::vector<std::string> scopes;   // distinct name scopes of its ops, sorted
-  std::vector<std::string> outputs;  // logical tensors whose lineage it checks
-  std::string hash;                  // canonical form; equal hashes => equal verdicts
+  std::vector<int> devices;                     // ranks involved, sorted
+  std::vector<std::string> scopes;              // distinct name scopes of its ops, sorted
+  std::vector<std::string> outputs;             // logical tensors whose lineage it checks
+  std::string hash;                             // canonical form; equal hashes => equal verdicts
+  std::vector<CommunicationRef> communication;  // filled by annotateCommunication (report_annotate.h)
 };
 
 // Display-ready counterexample: concrete values, the element that differs, where.

@@ -278,18 +278,38 @@ Verdict overall(const std::vector<StageResult>& results, bool stopped) {
 
 }  // namespace
 
-Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, const std::atomic<bool>* cancel) {
+Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
+                  const std::atomic<bool>* cancel) {
   const auto start = Clock::now();
   Report rep;
-  rep.plan = plan.name;
+  rep.plan = given.name;
   auto phaseStart = start;
   auto phase = [&](const char* name) {  // closes the phase that ran since the previous call
     const auto now = Clock::now();
     rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
     phaseStart = now;
   };
+  // A compact plan (replicas implied) is checked folded, or else written out replica by replica; an explicit
+  // one is validated as given and folded when its replicas are translates of each other.
+  stage::FoldedPlan folded;
+  Plan expanded;
+  const Plan* checked = &given;
+  if (given.replicas) {
+    if (opt.foldReplicas) folded = stage::foldReplicas(given);
+    if (folded.folded) {
+      checked = &folded.plan;
+    } else {
+      try {
+        expanded = stage::expandReplicas(given);
+        checked = &expanded;
+      } catch (const std::exception& e) {
+        rep.errors.push_back({"/replicas", e.what()});
+      }
+    }
+  }
+  const Plan& plan = *checked;
   try {
-    rep.errors = validatePlan(plan);
+    if (rep.errors.empty()) rep.errors = validatePlan(plan);
   } catch (const std::exception& e) {
     rep.errors.push_back({"", std::string("validation failed: ") + e.what()});
   }
@@ -315,8 +335,7 @@ Report verifyPlan(const Plan& plan, const Options& opt, Observer* observer, cons
     return rep;
   }
 
-  stage::FoldedPlan folded;
-  if (opt.foldReplicas) folded = stage::foldReplicas(plan);
+  if (!given.replicas && opt.foldReplicas) folded = stage::foldReplicas(plan);
   for (auto& n : folded.notes)
     rep.notes.push_back(n);
   const Plan& input = folded.folded ? folded.plan : plan;

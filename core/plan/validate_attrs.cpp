@@ -1,0 +1,28 @@
+// Op attributes against the op schemas, for plans built in memory (the generator, mutations, shape
+// reduction's rewrites): loading checks the same at the JSON pointer, so a file never gets here with one.
+#include "core/ops/attr_schema.h"
+#include "core/plan/json_reader.h"
+#include "core/plan/validate_checks.h"
+
+namespace paraproof::validation {
+
+namespace {
+void checkGraph(const Graph& g, const std::string& opsPtr, const std::string& who, Report& r) {
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    const Op& op = g.ops[k];
+    const ops::OpDef* def = ops::findOp(op.kind);
+    if (!def) continue;  // reported by the graph checks
+    const std::string at = planjson::child(planjson::child(opsPtr, k), "attrs");
+    for (const ops::AttrProblem& p : ops::checkAttrs(*def, op.attrs))
+      r.add(p.key.empty() ? at : planjson::child(at, p.key), who + "op '" + op.id + "': " + p.message);
+  }
+}
+}  // namespace
+
+void checkAttributes(const Plan& plan, Report& r) {
+  checkGraph(plan.logical, "/logical/ops", "", r);
+  for (size_t i = 0; i < plan.devices.size(); ++i)
+    checkGraph(plan.devices[i].graph, devicePtr(i) + "/ops", who(plan.devices[i]), r);
+}
+
+}  // namespace paraproof::validation

@@ -1,0 +1,263 @@
+#include "core/verify/report_annotate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/ops/registry.h"
+
+namespace paraproof::verify {
+
+namespace {
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << std::setprecision(6) << v;
+  return os.str();
+}
+
+bool near(double a, double b) {
+  return std::abs(a - b) <= 1e-6 * std::max({1.0, std::abs(a), std::abs(b)});
+}
+
+std::string groupText(const std::vector<int>& g) {
+  std::string s = "[";
+  for (size_t i = 0; i < g.size(); ++i)
+    s += (i ? "," : "") + std::to_string(g[i]);
+  return s + "]";
+}
+
+void intAttrOr(const Json& a, const char* key, int& out) {
+  auto it = a.find(key);
+  if (it != a.end() && it->is_number_integer()) out = it->get<int>();
+}
+
+// The entries of one (device, tensor) group of differing elements.
+struct Group {
+  int device = kNone;
+  std::string tensor, logical;
+  std::vector<const ElementDiff*> diffs;
+};
+
+std::string who(const Group& g) {
+  return (g.device == kNone ? std::string("the sum of parts") : "rank " + std::to_string(g.device)) + " '" +
+         g.tensor + "'";
+}
+
+// k with actual = k * expected at every element (expected nonzero), or NaN.
+double commonRatio(const Group& g) {
+  double k = NAN;
+  for (const ElementDiff* d : g.diffs) {
+    if (d->expected == 0) return NAN;
+    double r = d->actual / d->expected;
+    if (std::isnan(k))
+      k = r;
+    else if (!near(k, r))
+      return NAN;
+  }
+  return k;
+}
+
+// Known values of a logical tensor by index: its differing elements, or all of it when it is an input of the
+// stage.
+using Known = std::map<std::vector<int64_t>, double>;
+
+// "actual[i] = expected[i + s along axis a]" for every differing element whose shifted index is known.
+std::string shiftHint(const Group& g, const CounterexampleReport& c) {
+  Known expected;
+  for (const TensorValues& t : c.logicalInputs)
+    if (t.name == g.logical && t.values.size() == static_cast<size_t>(numElements(t.shape)))
+      for (size_t f = 0; f < t.values.size(); ++f)
+        expected[ops::unflatIndex(t.shape, static_cast<int64_t>(f))] = t.values[f];
+  for (const ElementDiff* d : g.diffs)
+    expected[d->index] = d->expected;
+  const size_t rank = g.diffs.front()->index.size();
+  for (size_t a = 0; a < rank; ++a)
+    for (int64_t s : {int64_t{1}, int64_t{-1}, int64_t{2}, int64_t{-2}, int64_t{3}, int64_t{-3}, int64_t{4},
+                      int64_t{-4}}) {
+      size_t matched = 0, tested = 0;
+      for (const ElementDiff* d : g.diffs) {
+        std::vector<int64_t> j = d->index;
+        if (j.size() != rank) return "";
+        j[a] += s;
+        auto it = expected.find(j);
+        if (it == expected.end()) continue;
+        ++tested;
+        matched += near(d->actual, it->second);
+      }
+      if (tested >= 1 && matched == tested && 2 * tested >= g.diffs.size() && tested + 1 >= 2)
+        return who(g) + ": actual[i] = expected[i with axis " + std::to_string(a) + " shifted by " +
+               std::to_string(s) + "] of logical '" + g.logical +
+               "': a shifted slice (an offset or a box off by that much, at the checked size)";
+    }
+  return "";
+}
+
+}  // namespace
+
+void annotateCommunication(Report& report, const Plan& plan) {
+  std::unordered_map<int, const Device*> byRank;
+  for (const Device& d : plan.devices)
+    byRank.emplace(d.rank, &d);
+  for (StageInfo& s : report.stages) {
+    s.communication.clear();
+    std::map<std::string, size_t> index;  // kind|instance|peer -> entry
+    for (const ParallelOpRef& ref : s.parallelOps) {
+      auto dev = byRank.find(ref.rank);
+      if (dev == byRank.end()) continue;
+      const Graph& g = dev->second->graph;
+      OpId o = g.findOp(ref.op);
+      if (o == kNone) continue;
+      const Op& op = g.ops[o];
+      const ops::OpDef* def = ops::findOp(op.kind);
+      if (!def || !def->communication || (op.kind == "broadcast" && !op.attrs.contains("instance"))) continue;
+      CommunicationRef c;
+      c.kind = op.kind;
+      c.op = op.id;
+      if (auto it = op.attrs.find("instance"); it != op.attrs.end() && it->is_string())
+        c.instance = it->get<std::string>();
+      if (auto it = op.attrs.find("group"); it != op.attrs.end() && it->is_array())
+        for (const Json& r : *it)
+          if (r.is_number_integer()) c.group.push_back(r.get<int>());
+      intAttrOr(op.attrs, "peer", c.peer);
+      if (auto it = op.attrs.find("reduce"); it != op.attrs.end() && it->is_string())
+        c.reduce = it->get<std::string>();
+      // send/recv: one entry per direction; a collective: one per instance.
+      const bool p2p = c.kind == "send" || c.kind == "recv";
+      const std::string key = c.kind + "|" + c.instance + "|" +
+                              (p2p ? std::to_string(ref.rank) + ">" + std::to_string(c.peer) : "");
+      auto [it, fresh] = index.emplace(key, s.communication.size());
+      if (fresh) s.communication.push_back(c);
+      s.communication[it->second].ranks.push_back(ref.rank);
+    }
+  }
+}
+
+std::vector<std::string> counterexampleHints(const CounterexampleReport& c,
+                                             const std::vector<CommunicationRef>& communication) {
+  std::vector<Group> groups;
+  for (const ElementDiff& d : c.diffs) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return g.device == d.device && g.tensor == d.tensor; });
+    if (it == groups.end()) {
+      groups.push_back({d.device, d.tensor, d.logicalTensor, {}});
+      it = groups.end() - 1;
+    }
+    it->diffs.push_back(&d);
+  }
+  std::vector<std::string> hints;
+  for (const Group& g : groups) {
+    bool zeros = true;
+    for (const ElementDiff* d : g.diffs)
+      zeros = zeros && d->actual == 0;
+    if (zeros) {
+      hints.push_back(who(g) + ": actual is 0 at every differing element of logical '" + g.logical +
+                      "' (a contribution never added, a wrong part or slice, a mask?)");
+      continue;
+    }
+    double k = commonRatio(g);
+    if (!std::isnan(k) && !near(k, 1)) {
+      std::string h = who(g) + ": actual = " + fmt(k) +
+                      " x expected at every differing element of logical '" + g.logical + "'";
+      // A factor equal to a group size in the stage points at its reduction.
+      for (const CommunicationRef& r : communication) {
+        const double n = static_cast<double>(r.group.size());
+        if (n < 2) continue;
+        const std::string what = r.kind + " '" + r.op + "' (group " + groupText(r.group) +
+                                 (r.reduce.empty() ? "" : ", reduce " + r.reduce) + ")";
+        if (near(k, n)) {
+          h += "; " + fmt(k) + " is the size of " + what +
+               ": a sum where an average belongs, or a value reduced twice?";
+          break;
+        }
+        if (near(k * n, 1)) {
+          h += "; 1/" + fmt(n) + " is one over the size of " + what +
+               ": an average where a sum belongs, or a missing sum?";
+          break;
+        }
+      }
+      if (h.back() == '\'') h += " (a scale factor or a count off by that ratio?)";
+      hints.push_back(h);
+      continue;
+    }
+    if (std::string h = shiftHint(g, c); !h.empty()) hints.push_back(h);
+  }
+  // Replicas that each hold a partial value: their actuals sum to (a multiple of) the expected one.
+  std::map<std::pair<std::string, std::vector<int64_t>>, std::vector<const ElementDiff*>> byElement;
+  for (const ElementDiff& d : c.diffs)
+    if (d.device != kNone) byElement[{d.logicalTensor, d.index}].push_back(&d);
+  std::map<std::string, std::pair<double, std::vector<int>>> sums;  // logical tensor -> (ratio, ranks)
+  std::map<std::string, bool> fits;
+  for (const auto& [key, ds] : byElement) {
+    auto [it, fresh] = fits.emplace(key.first, true);
+    if (!it->second) continue;
+    if (ds.size() < 2 || ds[0]->expected == 0) {
+      it->second = false;
+      continue;
+    }
+    double total = 0;
+    std::vector<int> ranks;
+    for (const ElementDiff* d : ds) {
+      total += d->actual;
+      ranks.push_back(d->device);
+    }
+    const double ratio = total / ds[0]->expected;
+    auto& [r, rs] = sums[key.first];
+    if (fresh) {
+      r = ratio;
+      rs = ranks;
+    } else if (!near(r, ratio) || rs != ranks) {
+      it->second = false;
+    }
+  }
+  for (const auto& [tensor, ok] : fits) {
+    if (!ok) continue;
+    const auto& [ratio, ranks] = sums[tensor];
+    if (std::abs(ratio - std::round(ratio)) > 1e-6 || std::round(ratio) < 1) continue;
+    std::string rs;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      rs += (i ? "," : "") + std::to_string(ranks[i]);
+    hints.push_back("logical '" + tensor + "': the actual values summed over ranks " + rs + " = " +
+                    (near(ratio, 1) ? std::string("expected") : fmt(ratio) + " x expected") +
+                    ": each rank holds a partial value (a missing " +
+                    (near(ratio, 1) ? "all_reduce sum" : "all_reduce avg") +
+                    ", or a reduction over the wrong group?)");
+  }
+  return hints;
+}
+
+std::string shapedValues(const Shape& shape, const std::vector<double>& values, size_t limit) {
+  if (shape.empty()) return values.empty() ? "[]" : fmt(values[0]);
+  std::string shapeText = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    shapeText += (i ? "," : "") + std::to_string(shape[i]);
+  shapeText += "]";
+  if (values.size() > limit || values.size() != static_cast<size_t>(numElements(shape))) {
+    std::string s = "shape " + shapeText + ", row-major: [";
+    for (size_t i = 0; i < values.size() && i < 16; ++i)
+      s += (i ? ", " : "") + fmt(values[i]);
+    return s + (values.size() > 16 ? ", ...]" : "]");
+  }
+  // Nested brackets, one level per axis.
+  std::string s;
+  size_t flat = 0;
+  std::function<void(size_t)> emit = [&](size_t axis) {
+    s += "[";
+    for (int64_t i = 0; i < shape[axis]; ++i) {
+      if (i) s += ", ";
+      if (axis + 1 == shape.size())
+        s += fmt(values[flat++]);
+      else
+        emit(axis + 1);
+    }
+    s += "]";
+  };
+  emit(0);
+  return "shape " + shapeText + " " + s;
+}
+
+}  // namespace paraproof::verify
