@@ -234,9 +234,8 @@ int runMutate(const std::vector<std::string>& argv) {
   std::cout << "plan " << correct.name << ": " << correct.devices.size()
             << " devices; oracle on the correct plan: " << verify::effectName(base.effect) << " ("
             << base.obligations << " output elements, " << base.elements << " scalar elements, " << base.nodes
-            << " nodes, " << std::fixed
-            << std::setprecision(2) << base.seconds << " s, of which lowering " << base.lowerSeconds
-            << " s)\n"
+            << " nodes, " << std::fixed << std::setprecision(2) << base.seconds << " s, of which lowering "
+            << base.lowerSeconds << " s)\n"
             << std::flush;
   const bool outOfReach =
       base.effect == verify::Effect::Undecided && base.reason.find("stage too large") != std::string::npos;
@@ -246,7 +245,8 @@ int runMutate(const std::vector<std::string>& argv) {
            "at full shape: "
         << base.reason.substr(base.reason.find("stage too large")) << "; the oracle's bound is "
         << kOracleElements << " scalar elements and " << kOracleNodes
-        << " expression nodes. No mutant can be judged (each is only loaded, validated and counted undecided); "
+        << " expression nodes. No mutant can be judged (each is only loaded, validated and counted "
+           "undecided); "
            "use fewer --layers, a smaller --seq/--batch, or a micro model (llama-micro, gpt-micro, "
            "dsv3-micro).\n";
   } else if (base.effect != verify::Effect::Unchanged) {

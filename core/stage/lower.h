@@ -55,8 +55,9 @@ struct LoweringTimeout : std::runtime_error {
                            " expression nodes)") {}
 };
 
-// Scalar elements of every tensor the stage reads or writes and of the logical tensors its lineage names (what
-// LoweringLimits::maxElements bounds); saturating. Cheap: a bound on the work of lowering, before lowering.
+// Scalar elements of every tensor the stage reads or writes and of the logical tensors its lineage names
+// (what LoweringLimits::maxElements bounds); saturating. Cheap: a bound on the work of lowering, before
+// lowering.
 int64_t stageElements(const Plan& plan, const Stage& stage);
 
 // What one lowering leaves for lowering variants of the same plan (the end-to-end oracle's mutants) cheaply:
