@@ -103,6 +103,52 @@ class TestMutate : public QObject {
     QCOMPARE(verify::checkEndToEnd(correct, o).effect, verify::Effect::Unchanged);
   }
 
+  // The incremental oracle (the correct plan lowered once, each mutant reusing its unchanged ops and values)
+  // judges every mutant as the full whole-plan oracle does, whatever the mutation operator.
+  void incrementalOracleAgreesWithTheFullOne_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("parallel");
+    QTest::newRow("mlp dp tp") << "mlp"
+                               << "dp=2,tp=2";
+    QTest::newRow("llama-micro pp") << "llama-micro"
+                                    << "pp=2,mb=2";
+    QTest::newRow("dsv3-micro ep") << "dsv3-micro"
+                                   << "dp=2,ep=2";
+  }
+  void incrementalOracleAgreesWithTheFullOne() {
+    QFETCH(QString, model);
+    QFETCH(QString, parallel);
+    const Plan generated = makePlan(model.toStdString(), parallel.toStdString());
+    const Plan correct = planFromJson(planToJson(generated), "<correct>");  // as mutants are loaded
+    const verify::EndToEndOracle oracle(correct);
+    QCOMPARE(oracle.base().effect, verify::Effect::Unchanged);
+    verify::EndToEndOptions full;
+    full.reference = &correct;
+    int changed = 0, judged = 0;
+    for (int i = 0; i < 12; ++i) {
+      parallel::Mutant m = parallel::makeMutant(generated, 3, i, {});
+      Plan plan;
+      try {
+        plan = planFromJson(planToJson(m.plan), "<mutant>");
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!validatePlan(plan).empty()) continue;
+      const verify::EndToEndResult a = oracle.check(plan), b = verify::checkEndToEnd(plan, full);
+      QVERIFY2(a.effect == b.effect,
+               (m.description + ": incremental " + verify::effectName(a.effect) + " (" + a.reason +
+                "), full " + verify::effectName(b.effect) + " (" + b.reason + ")")
+                   .c_str());
+      QVERIFY(a.nodes >= oracle.base().nodes);  // the variant's pool extends the correct plan's
+      changed += a.effect == verify::Effect::Changed;
+      ++judged;
+    }
+    QVERIFY(judged >= 6);
+    QVERIFY(changed > 0);
+    // The correct plan itself: nothing to evaluate again.
+    QCOMPARE(oracle.check(correct).effect, verify::Effect::Unchanged);
+  }
+
   // The oracle runs at full shape, whatever the verifier does: it checks at least every element of every
   // logical output (coverage), and a mutant is judged the same whether the verifier reduces shapes or not.
   void oracleIsIndependentOfShapeReduction() {
@@ -189,6 +235,24 @@ class TestMutate : public QObject {
     QCOMPARE(oracleVerdicts(r.out).size(), 6);
     QVERIFY(s[2] + s[3] <= s[1]);  // caught + missed <= changed
     QCOMPARE(r.exitCode, s[3] > 0 ? 1 : 0);
+  }
+
+  // A real model at full shape is far beyond the whole-plan oracle: it says so first (stderr, with the size
+  // and what to do), judges nothing, verifies nothing, and still prints a line per mutant and the summary.
+  void cliSaysUpFrontWhenThePlanIsAboveTheOracleBound() {
+    Run r = cli({"mutate", "--model", "llama3-8b", "--layers", "2", "--parallel", "dp=2,tp=2", "--count", "3",
+                 "--seed", "1"});
+    QCOMPARE(r.exitCode, 3);
+    QVERIFY2(r.err.contains("too large for the end-to-end oracle") && r.err.contains("scalar elements") &&
+                 r.err.contains("micro model"),
+             qPrintable(r.err));
+    QVERIFY2(r.err.indexOf("too large") < r.err.indexOf("mutants decided"), qPrintable(r.err));
+    const QList<int> s = summary(r.out);
+    QVERIFY2(!s.isEmpty(), qPrintable(r.out));
+    QCOMPARE(s[0], 3);
+    QCOMPARE(s[1], 0);  // nothing judged changed
+    QCOMPARE(oracleVerdicts(r.out).size(), 3);
+    QVERIFY2(!r.out.contains("(oracle "), qPrintable(r.out));  // no mutant was run by the oracle or verified
   }
 
   void cliRejectsBadUsage() {

@@ -14,9 +14,11 @@ namespace {
 const QString kInvalidDir = PARAPROOF_FIXTURES "/invalid";
 const std::string kExample = PARAPROOF_FIXTURES "/../../resources/examples/linear-dp2.json";
 
-// The malformed fixture cannot carry its expectation inside itself.
+// Fixtures no JSON reader can read cannot carry their expectation inside themselves.
 const char* const kMalformed = "malformed-json.json";
 const char* const kMalformedError = "malformed JSON at line 9, column 32";
+const char* const kOutOfRange = "number-out-of-range.json";  // a finding of the fuzzer
+const char* const kOutOfRangeError = "/logical/ops/7/attrs/factor: number '1e705' is out of range";
 
 // Diagnostics from loading, or from validating once loaded.
 std::vector<Diagnostic> check(const std::string& path) {
@@ -29,6 +31,7 @@ std::vector<Diagnostic> check(const std::string& path) {
 
 std::string expectedError(const QString& file) {
   if (file.endsWith(kMalformed)) return kMalformedError;
+  if (file.endsWith(kOutOfRange)) return kOutOfRangeError;
   std::ifstream in(file.toStdString());
   Json j = Json::parse(in);
   return j["metadata"]["expect"]["error"].get<std::string>();

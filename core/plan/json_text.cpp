@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+#include <type_traits>
 #include <unordered_set>
 
 #include "core/ir/limits.h"
@@ -98,7 +100,12 @@ class BoundedSax {
   bool end_array() { return close() && dom_.end_array() && done(); }
   template <class E>
   bool parse_error(std::size_t pos, const std::string& token, const E& e) {
-    return dom_.parse_error(pos, token, e);  // throws
+    // A number too large for a double ("1e705") is reported as out_of_range, not as a parse error: it is
+    // bad input all the same, named by its place (never an exception the loader's callers do not expect).
+    if constexpr (!std::is_same_v<E, Json::parse_error>)
+      return stop(pointer(), "number '" + token + "' is out of range (byte " + std::to_string(pos) + ")");
+    else
+      return dom_.parse_error(pos, token, e);  // throws
   }
 
   const std::optional<std::pair<std::string, std::string>>& failure() const { return failure_; }

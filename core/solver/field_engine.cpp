@@ -468,7 +468,9 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
     r.reason = "every obligation is the same term on both sides";
     return finish(r);
   }
-  DivisorCover cover(problem, scope);
+  // Only the divisor-cover proof condition needs it (costly on a large pool: a sorted divisor list per node).
+  std::optional<DivisorCover> cover;
+  if (proveDivisors_) cover.emplace(problem, scope);
   // Integer inputs: run at least one trial per value of the widest integer range (bounded).
   int64_t widest = 1;
   for (const auto& v : problem.pool.vars())
@@ -502,7 +504,7 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
       continue;
     }
     if (t == TrialOutcome::Agree) {
-      cover.observe(val_, agreed == 0);
+      if (cover) cover->observe(val_, agreed == 0);
       ++agreed;
       continue;
     }
@@ -524,7 +526,7 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
                " had a comparison too close to call)";
     return finish(r);
   }
-  if (std::string why = proveDivisors_ ? cover.problem(problem.pool) : ""; !why.empty()) {
+  if (std::string why = cover ? cover->problem(problem.pool) : ""; !why.empty()) {
     r.reason = why + "; needs the proof engine";
     return finish(r);
   }

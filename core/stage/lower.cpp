@@ -62,23 +62,70 @@ Box fullBox(const Shape& s) {
   return b;
 }
 
+// Everything the logical graph's lowering depends on besides the integer domains: ops and value types.
+std::string logicalKey(const Graph& g) {
+  std::string k;
+  for (const Value& v : g.values)
+    k += v.name + '\x01' + typeString(v.type) + '\x02';
+  for (const Op& op : g.ops) {
+    k += op.kind + '\x01' + op.attrs.dump() + '\x01';
+    for (ValueId v : op.inputs)
+      k += std::to_string(v) + ',';
+    k += '\x01';
+    for (ValueId v : op.outputs)
+      k += std::to_string(v) + ',';
+    k += '\x02';
+  }
+  return k;
+}
+
+// An op's lowering is a pure function of its kind, attributes and input tensors (types and expressions).
+void appendTensorKey(std::string& k, const SymTensor& t) {
+  k += typeString(t.type);
+  k += '\x01';
+  k.append(reinterpret_cast<const char*>(t.elems.data()), t.elems.size() * sizeof(ExprId));
+  k += '\x02';
+}
+
 class Lowering {
  public:
   Lowering(const Plan& plan, const Stage& stage, const IntDomains& domains, sym::Problem& pb,
-           const std::atomic<bool>* cancel)
+           const std::atomic<bool>* cancel, const LoweringMemo* reuse = nullptr,
+           LoweringMemo* record = nullptr)
       : plan_(plan),
         stage_(stage),
         domains_(domains),
         pb_(pb),
         pool_(pb.pool),
         device_(plan.devices.size()),
-        cancel_(cancel) {}
+        cancel_(cancel),
+        reuse_(reuse),
+        record_(record) {}
 
   void run() {
-    for (OpId o : stage_.logicalOps)
-      lowerLogical(o);
+    // The memo's logical values stand for this plan's only if its logical graph and domains are the same.
+    if (reuse_ &&
+        (reuse_->logicalDomains != domains_.logical || reuse_->logicalKey != logicalKey(plan_.logical)))
+      reuse_ = nullptr;
+    if (reuse_) {
+      pb_.logicalInputs = reuse_->logicalInputs;
+      for (OpId o : stage_.logicalOps)
+        if (!reuse_->logical.count(plan_.logical.ops[o].outputs.empty() ? kNone
+                                                                        : plan_.logical.ops[o].outputs[0]))
+          lowerLogical(o);
+    } else {
+      for (OpId o : stage_.logicalOps)
+        lowerLogical(o);
+    }
     runDevices();
     addObligations();
+    if (record_) {
+      record_->logicalKey = logicalKey(plan_.logical);
+      record_->logicalDomains = domains_.logical;
+      record_->logical = logical_;
+      record_->logicalInputs = pb_.logicalInputs;
+      record_->parts = parts_;
+    }
   }
 
  private:
@@ -92,6 +139,10 @@ class Lowering {
   const SymTensor& logicalValue(ValueId v) {
     auto it = logical_.find(v);
     if (it != logical_.end()) return it->second;
+    if (reuse_) {
+      auto r = reuse_->logical.find(v);
+      if (r != reuse_->logical.end()) return r->second;
+    }
     const Value& val = plan_.logical.values[v];
     SymTensor t = freeTensor(val.name, val.type, domains_.logical.at(v));
     pb_.logicalInputs.push_back({val.name, kNone, val.type.shape, t.elems});
@@ -176,6 +227,10 @@ class Lowering {
     if (lin.parts <= 1) return sliceBox(whole, lin.box);
     auto key = std::make_tuple(lin.tensor, lin.box, lin.parts);
     auto it = parts_.find(key);
+    if (it == parts_.end() && reuse_) {
+      auto r = reuse_->parts.find(key);
+      if (r != reuse_->parts.end()) it = parts_.emplace(key, r->second).first;
+    }
     if (it == parts_.end()) {
       std::vector<ExprId> target = sliceBox(whole, lin.box);
       std::vector<std::vector<ExprId>> ps(lin.parts);
@@ -261,12 +316,20 @@ class Lowering {
             const ops::OpDef* def = ops::findOp(op.kind);
             if (!def || !def->lower)
               throw UnsupportedStage("device op '" + op.id + "' (" + op.kind + ") has no semantics");
-            const size_t before = pool_.size();
-            auto out = def->lower(pool_, inputs(static_cast<int>(d), op), op.attrs);
-            rejectZeroDivisor(before,
-                              "device " + std::to_string(dev.rank) + " op '" + op.id + "' (" + op.kind + ")");
+            std::vector<SymTensor> in = inputs(static_cast<int>(d), op);
+            std::string k;
+            std::vector<SymTensor> out;
+            if (memoKey(op, {&in}, k, out)) {
+              const size_t before = pool_.size();
+              out = def->lower(pool_, in, op.attrs);
+              rejectZeroDivisor(
+                  before, "device " + std::to_string(dev.rank) + " op '" + op.id + "' (" + op.kind + ")");
+              remember(k, out);
+            }
+            if (out.size() < op.outputs.size())
+              throw UnsupportedStage("device op '" + op.id + "' (" + op.kind + ") lowers to too few outputs");
             for (size_t i = 0; i < op.outputs.size(); ++i)
-              device_[d][op.outputs[i]] = std::move(out.at(i));
+              device_[d][op.outputs[i]] = std::move(out[i]);
           }
           ++pc[d];
           progress = true;
@@ -278,6 +341,30 @@ class Lowering {
         throw UnsupportedStage("device " + std::to_string(plan_.devices[d].rank) + " cannot run op '" +
                                plan_.devices[d].graph.ops[program[d][pc[d]]].id +
                                "': its communication partner is missing from the stage");
+  }
+
+  // The memo key of an op on these inputs (one list per input slot); false with `out` set when the memo has
+  // it. Without a memo to read or fill, always true (lower it) with an empty key.
+  bool memoKey(const Op& op, const std::vector<const std::vector<SymTensor>*>& slots, std::string& k,
+               std::vector<SymTensor>& out) const {
+    if (!reuse_ && !record_) return true;
+    k = op.kind + '\x01' + op.attrs.dump() + '\x01';
+    for (const auto* slot : slots) {
+      for (const SymTensor& t : *slot)
+        appendTensorKey(k, t);
+      k += '\x03';
+    }
+    if (reuse_) {
+      auto it = reuse_->ops.find(k);
+      if (it != reuse_->ops.end()) {
+        out = it->second;
+        return false;
+      }
+    }
+    return true;
+  }
+  void remember(std::string& k, const std::vector<SymTensor>& out) {
+    if (record_) record_->ops.emplace(std::move(k), out);
   }
 
   static std::string key(int from, int to, const std::string& inst) {
@@ -303,9 +390,14 @@ class Lowering {
         const Op& mop = plan_.devices[d].graph.ops[members.at(d)];
         memberIn.push_back(operand(d, mop.inputs.at(s)));
       }
-      const size_t before = pool_.size();
-      std::vector<SymTensor> res = def->lowerGroup(pool_, memberIn, op.attrs);
-      rejectZeroDivisor(before, "collective '" + op.id + "' (" + op.kind + ")");
+      std::string k;
+      std::vector<SymTensor> res;
+      if (memoKey(op, {&memberIn}, k, res)) {
+        const size_t before = pool_.size();
+        res = def->lowerGroup(pool_, memberIn, op.attrs);
+        rejectZeroDivisor(before, "collective '" + op.id + "' (" + op.kind + ")");
+        remember(k, res);
+      }
       for (size_t m = 0; m < order.size(); ++m)
         outs[m].push_back(std::move(res.at(m)));
     }
@@ -399,10 +491,12 @@ class Lowering {
   std::vector<std::vector<bool>> inStage_;  // [device][op]: the op belongs to this stage
   std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<ExprId>>> parts_;
   const std::atomic<bool>* cancel_;
+  const LoweringMemo* reuse_;
+  LoweringMemo* record_;
 };
 
-// Scalar elements of every tensor the stage reads or writes, and of the logical tensors its lineage refers
-// to (a lineage slice lowers its whole logical tensor). Saturating: shapes are bounded, their sum may not be.
+}  // namespace
+
 int64_t stageElements(const Plan& plan, const Stage& stage) {
   std::set<std::pair<int, ValueId>> seen;  // (graph: -1 logical, else device index; value)
   int64_t total = 0;
@@ -439,23 +533,24 @@ int64_t stageElements(const Plan& plan, const Stage& stage) {
   return total;
 }
 
-}  // namespace
+namespace {
 
-sym::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
-                        const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
-                        const LoweringLimits& limits) {
+sym::Problem lowerWith(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                       const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
+                       const LoweringLimits& limits, const LoweringMemo* reuse, LoweringMemo* record) {
   const int64_t elements = stageElements(plan, stage);
   if (elements > limits.maxElements)
     throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements; the limit is " +
                         std::to_string(limits.maxElements) + ")");
   sym::Problem pb;
+  if (reuse) pb.pool = reuse->pool;
   pb.pool.setNodeLimit(static_cast<size_t>(std::max<int64_t>(limits.maxExprNodes, 0)));
   pb.pool.setGrowthCheck([&] {
     if (cancel && cancel->load(std::memory_order_relaxed)) throw LoweringCancelled();
     if (std::chrono::steady_clock::now() >= deadline) throw LoweringTimeout(pb.pool.size());
   });
   try {
-    Lowering(plan, stage, domains, pb, cancel).run();
+    Lowering(plan, stage, domains, pb, cancel, reuse, record).run();
   } catch (const sym::PoolLimitExceeded& e) {
     pb.pool.setGrowthCheck(nullptr);
     throw StageTooLarge("stage too large (" + std::to_string(elements) + " scalar elements, " + e.what() +
@@ -466,13 +561,38 @@ sym::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& 
   }
   pb.pool.setGrowthCheck(nullptr);  // the problem outlives this frame (and is copied by abandoned proofs)
   pb.pool.setNodeLimit(SIZE_MAX);   // the engines may add nodes of their own
+  if (record) {
+    pb.pool.freeze();  // variants copy only what they add
+    record->pool = pb.pool;
+  }
   return pb;
+}
+
+}  // namespace
+
+sym::Problem lowerStage(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                        const std::atomic<bool>* cancel, std::chrono::steady_clock::time_point deadline,
+                        const LoweringLimits& limits) {
+  return lowerWith(plan, stage, domains, cancel, deadline, limits, nullptr, nullptr);
 }
 
 sym::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel,
                         const LoweringLimits& limits) {
   return lowerStage(plan, stage, intDomains(plan), cancel, std::chrono::steady_clock::time_point::max(),
                     limits);
+}
+
+sym::Problem lowerStageRecording(const Plan& plan, const Stage& stage, LoweringMemo& record,
+                                 const std::atomic<bool>* cancel, const LoweringLimits& limits) {
+  record = LoweringMemo{};
+  return lowerWith(plan, stage, intDomains(plan), cancel, std::chrono::steady_clock::time_point::max(),
+                   limits, nullptr, &record);
+}
+
+sym::Problem lowerStageWithMemo(const Plan& plan, const Stage& stage, const LoweringMemo& memo,
+                                const std::atomic<bool>* cancel, const LoweringLimits& limits) {
+  return lowerWith(plan, stage, intDomains(plan), cancel, std::chrono::steady_clock::time_point::max(),
+                   limits, &memo, nullptr);
 }
 
 }  // namespace paraproof::stage

@@ -4,10 +4,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "core/ir/limits.h"
+#include "core/ops/registry.h"
 #include "core/plan/plan.h"
 #include "core/stage/int_domains.h"
 #include "core/stage/stage.h"
@@ -50,6 +55,27 @@ struct LoweringTimeout : std::runtime_error {
                            " expression nodes)") {}
 };
 
+// Scalar elements of every tensor the stage reads or writes and of the logical tensors its lineage names
+// (what LoweringLimits::maxElements bounds); saturating. Cheap: a bound on the work of lowering, before
+// lowering.
+int64_t stageElements(const Plan& plan, const Stage& stage);
+
+// What one lowering leaves for lowering variants of the same plan (the end-to-end oracle's mutants) cheaply:
+// its pool, the logical values and value-part variables, and every device op's and collective's outputs
+// keyed by everything that determines them (kind, attributes, input types and element expressions). A
+// variant lowered with the memo starts from a copy of the pool; an op whose inputs and attributes did not
+// change costs a lookup, and the unchanged logical graph is not lowered again. The result is the problem a
+// fresh lowering gives, up to the names of expression ids (op lowering is a pure function of its key).
+struct LoweringMemo {
+  sym::ExprPool pool;
+  std::string logicalKey;                     // the logical graph the values below belong to
+  std::vector<ops::IntRange> logicalDomains;  // and the integer domains of its values
+  std::unordered_map<ValueId, ops::SymTensor> logical;
+  std::vector<sym::NamedTensor> logicalInputs;
+  std::map<std::tuple<std::string, Box, int>, std::vector<std::vector<sym::ExprId>>> parts;
+  std::unordered_map<std::string, std::vector<ops::SymTensor>> ops;
+};
+
 // `domains`: intDomains(plan), computed once per plan (the overload without computes it). `cancel` and
 // `deadline` are also checked inside an op's lowering (every 65536 new nodes).
 sym::Problem lowerStage(
@@ -59,5 +85,13 @@ sym::Problem lowerStage(
     const LoweringLimits& limits = {});
 sym::Problem lowerStage(const Plan& plan, const Stage& stage, const std::atomic<bool>* cancel = nullptr,
                         const LoweringLimits& limits = {});
+
+// Lowers like lowerStage and fills `record` (empty before) for later variants.
+sym::Problem lowerStageRecording(const Plan& plan, const Stage& stage, LoweringMemo& record,
+                                 const std::atomic<bool>* cancel = nullptr,
+                                 const LoweringLimits& limits = {});
+// Lowers a variant of the plan `memo` was recorded for, reusing it (read only: safe from several threads).
+sym::Problem lowerStageWithMemo(const Plan& plan, const Stage& stage, const LoweringMemo& memo,
+                                const std::atomic<bool>* cancel = nullptr, const LoweringLimits& limits = {});
 
 }  // namespace paraproof::stage

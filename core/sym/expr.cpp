@@ -47,15 +47,35 @@ ExprPool::ExprPool() {
   one_ = real(1.0);
 }
 
+void ExprPool::freeze() {
+  if (nodes_.empty()) return;
+  auto f = std::make_shared<Frozen>();
+  if (base_) {
+    f->nodes = base_->nodes;
+    f->index = base_->index;
+  }
+  f->nodes.insert(f->nodes.end(), std::make_move_iterator(nodes_.begin()),
+                  std::make_move_iterator(nodes_.end()));
+  f->index.merge(index_);
+  nodes_.clear();
+  index_.clear();
+  baseSize_ = f->nodes.size();
+  base_ = std::move(f);
+}
+
 ExprId ExprPool::intern(Node n) {
   uint64_t bits = n.sort == Sort::Real ? std::bit_cast<uint64_t>(n.value) : static_cast<uint64_t>(n.ivalue);
   if (n.kind != Kind::Const) bits = 0;
   Key key{n.kind, n.sort, n.fn, n.var, bits, n.args};
+  if (base_) {
+    auto b = base_->index.find(key);
+    if (b != base_->index.end()) return b->second;
+  }
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;
-  if (nodes_.size() >= nodeLimit_)
+  if (size() >= nodeLimit_)
     throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
-  ExprId id = static_cast<ExprId>(nodes_.size());
+  ExprId id = static_cast<ExprId>(size());
   if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
   nodes_.push_back(std::move(n));
   index_.emplace(std::move(key), id);
@@ -89,7 +109,7 @@ ExprId ExprPool::var(VarInfo info) {
 }
 
 bool ExprPool::isConst(ExprId e, double v) const {
-  const Node& n = nodes_[e];
+  const Node& n = node(e);
   if (n.kind != Kind::Const) return false;
   return n.sort == Sort::Real ? n.value == v : static_cast<double>(n.ivalue) == v;
 }
@@ -113,13 +133,13 @@ bool exactProduct(double a, double b, double& out) {
 }  // namespace
 
 ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
-  Sort s = in.empty() ? Sort::Real : nodes_[in[0]].sort;
+  Sort s = in.empty() ? Sort::Real : node(in[0]).sort;
   // Flatten nested nodes of the same kind.
   std::vector<ExprId> args;
   args.reserve(in.size());
   for (ExprId a : in) {
-    if (nodes_[a].kind == k) {
-      for (ExprId b : nodes_[a].args)
+    if (node(a).kind == k) {
+      for (ExprId b : node(a).args)
         args.push_back(b);
     } else {
       args.push_back(a);
@@ -131,7 +151,7 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   int64_t iacc = (k == Kind::Add) ? 0 : 1;
   bool haveInt = false;
   for (ExprId a : args) {
-    const Node& n = nodes_[a];
+    const Node& n = node(a);
     if (n.kind == Kind::Const && n.sort == Sort::Int) {
       iacc = (k == Kind::Add) ? iacc + n.ivalue : iacc * n.ivalue;
       haveInt = true;
@@ -172,9 +192,9 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
 
 ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
   if (in.empty()) throw std::invalid_argument("max/min of no terms");
-  const Sort s = nodes_[in[0]].sort;
+  const Sort s = node(in[0]).sort;
   for (ExprId a : in)
-    if (nodes_[a].sort != s) {  // mixed sorts: compare as reals through the binary form
+    if (node(a).sort != s) {  // mixed sorts: compare as reals through the binary form
       ExprId r = in[0];
       for (size_t i = 1; i < in.size(); ++i)
         r = k == Kind::Max ? ite(le(in[i], r), r, in[i]) : ite(le(r, in[i]), r, in[i]);
@@ -183,11 +203,11 @@ ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
   std::vector<ExprId> args;
   std::optional<ExprId> best;  // constants fold into the most extreme one
   auto value = [&](ExprId c) {
-    return nodes_[c].sort == Sort::Int ? static_cast<double>(nodes_[c].ivalue) : nodes_[c].value;
+    return node(c).sort == Sort::Int ? static_cast<double>(node(c).ivalue) : node(c).value;
   };
   for (ExprId a : in)
-    for (ExprId b : nodes_[a].kind == k ? nodes_[a].args : std::vector<ExprId>{a}) {
-      if (nodes_[b].kind != Kind::Const) {
+    for (ExprId b : node(a).kind == k ? node(a).args : std::vector<ExprId>{a}) {
+      if (node(b).kind != Kind::Const) {
         args.push_back(b);
       } else if (!best || (k == Kind::Max ? value(b) > value(*best) : value(b) < value(*best))) {
         best = b;
@@ -225,7 +245,7 @@ ExprId ExprPool::sub(ExprId a, ExprId b) {
 
 ExprId ExprPool::div(ExprId a, ExprId b) {
   if (isConst(b, 1.0)) return a;
-  const Node& nb = nodes_[b];
+  const Node& nb = node(b);
   // 0/b folds only for a nonzero constant b: 0/d is undefined at d = 0, and 0/0 must stay visible to the
   // lowering, which rejects a division by a constant zero.
   if (isConst(a, 0.0) && nb.kind == Kind::Const && !isConst(b, 0.0)) return a;
@@ -262,7 +282,7 @@ ExprId ExprPool::le(ExprId a, ExprId b) {
 
 ExprId ExprPool::eq(ExprId a, ExprId b) {
   if (a == b) return boolean(true);
-  const Node &na = nodes_[a], &nb = nodes_[b];
+  const Node &na = node(a), &nb = node(b);
   if (na.kind == Kind::Const && nb.kind == Kind::Const && na.sort == Sort::Int && nb.sort == Sort::Int)
     return boolean(na.ivalue == nb.ivalue);
   Node n{Kind::Eq, Sort::Bool};
@@ -271,23 +291,23 @@ ExprId ExprPool::eq(ExprId a, ExprId b) {
 }
 
 ExprId ExprPool::land(ExprId a, ExprId b) {
-  if (isConst(a)) return nodes_[a].ivalue ? b : a;
-  if (isConst(b)) return nodes_[b].ivalue ? a : b;
+  if (isConst(a)) return node(a).ivalue ? b : a;
+  if (isConst(b)) return node(b).ivalue ? a : b;
   Node n{Kind::And, Sort::Bool};
   n.args = {std::min(a, b), std::max(a, b)};
   return intern(std::move(n));
 }
 
 ExprId ExprPool::lor(ExprId a, ExprId b) {
-  if (isConst(a)) return nodes_[a].ivalue ? a : b;
-  if (isConst(b)) return nodes_[b].ivalue ? b : a;
+  if (isConst(a)) return node(a).ivalue ? a : b;
+  if (isConst(b)) return node(b).ivalue ? b : a;
   Node n{Kind::Or, Sort::Bool};
   n.args = {std::min(a, b), std::max(a, b)};
   return intern(std::move(n));
 }
 
 ExprId ExprPool::lnot(ExprId a) {
-  if (isConst(a)) return boolean(!nodes_[a].ivalue);
+  if (isConst(a)) return boolean(!node(a).ivalue);
   Node n{Kind::Not, Sort::Bool};
   n.args = {a};
   return intern(std::move(n));
@@ -295,14 +315,14 @@ ExprId ExprPool::lnot(ExprId a) {
 
 ExprId ExprPool::ite(ExprId c, ExprId t, ExprId e) {
   if (t == e) return t;
-  if (isConst(c)) return nodes_[c].ivalue ? t : e;
-  Node n{Kind::Ite, nodes_[t].sort};
+  if (isConst(c)) return node(c).ivalue ? t : e;
+  Node n{Kind::Ite, node(t).sort};
   n.args = {c, t, e};
   return intern(std::move(n));
 }
 
 ExprId ExprPool::toReal(ExprId i) {
-  const Node& n = nodes_[i];
+  const Node& n = node(i);
   if (n.kind == Kind::Const) return real(static_cast<double>(n.ivalue));
   Node r{Kind::ToReal, Sort::Real};
   r.args = {i};
@@ -310,7 +330,7 @@ ExprId ExprPool::toReal(ExprId i) {
 }
 
 std::string ExprPool::str(ExprId e, int depth) const {
-  const Node& n = nodes_[e];
+  const Node& n = node(e);
   std::ostringstream os;
   if (n.kind == Kind::Const) {
     if (n.sort == Sort::Real)

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -69,9 +70,13 @@ class ExprPool {
   // would exceed it throws PoolLimitExceeded. Unlimited by default.
   void setNodeLimit(size_t limit) { nodeLimit_ = limit; }
 
-  const Node& node(ExprId e) const { return nodes_[e]; }
-  Sort sort(ExprId e) const { return nodes_[e].sort; }
-  size_t size() const { return nodes_.size(); }
+  const Node& node(ExprId e) const { return e < baseSize_ ? base_->nodes[e] : nodes_[e - baseSize_]; }
+  Sort sort(ExprId e) const { return node(e).sort; }
+  size_t size() const { return baseSize_ + nodes_.size(); }
+
+  // Moves every node into a shared immutable base: copies of the pool made afterwards share it and copy only
+  // the nodes added since (the end-to-end oracle copies the correct plan's pool for every mutant).
+  void freeze();
   const std::vector<VarInfo>& vars() const { return vars_; }
 
   ExprId real(double v);
@@ -107,7 +112,7 @@ class ExprPool {
   // so a stop request must be seen inside it). Clear it (nullptr) before the pool outlives its caller.
   void setGrowthCheck(std::function<void()> check) { growthCheck_ = std::move(check); }
 
-  bool isConst(ExprId e) const { return nodes_[e].kind == Kind::Const; }
+  bool isConst(ExprId e) const { return node(e).kind == Kind::Const; }
   bool isConst(ExprId e, double v) const;
 
   // Human-readable rendering (bounded depth), for messages and debugging.
@@ -130,7 +135,13 @@ class ExprPool {
   struct KeyHash {
     size_t operator()(const Key& k) const;
   };
-  std::vector<Node> nodes_;
+  struct Frozen {
+    std::vector<Node> nodes;
+    std::unordered_map<Key, ExprId, KeyHash> index;
+  };
+  std::shared_ptr<const Frozen> base_;  // nodes [0, baseSize_)
+  size_t baseSize_ = 0;
+  std::vector<Node> nodes_;  // nodes [baseSize_, size())
   std::vector<VarInfo> vars_;
   std::unordered_map<Key, ExprId, KeyHash> index_;
   ExprId zero_ = 0, one_ = 0;

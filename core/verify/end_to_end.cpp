@@ -1,5 +1,6 @@
 #include "core/verify/end_to_end.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <sstream>
@@ -80,35 +81,22 @@ bool withReferenceOutputs(const Plan& plan, const Plan& ref, Plan& out) {
   return true;
 }
 
-}  // namespace
-
-EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
-  const auto start = std::chrono::steady_clock::now();
-  EndToEndResult r;
-  auto finish = [&] {
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return r;
-  };
-  Plan checked;
-  const bool withRef = opt.reference && withReferenceOutputs(plan, *opt.reference, checked);
-  const Plan& target = withRef ? checked : plan;
-  solver::Problem pb;
-  try {
-    pb = stage::lowerStage(target, wholePlan(target), opt.cancel);
-  } catch (const std::exception& e) {
-    r.reason = std::string("cannot run the plan end to end: ") + e.what();
-    return finish();
-  }
-  r.lowerSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// Runs the field engine on a lowered whole-plan problem and turns its answer into an effect.
+void decide(const solver::Problem& pb, const EndToEndOptions& opt, EndToEndResult& r) {
   r.obligations = pb.obligations.size();
   r.nodes = pb.pool.size();
+  if (pb.obligations.empty()) {
+    r.effect = Effect::Unchanged;
+    r.reason = "every output is a term the correct plan computes and the oracle accepted";
+    return;
+  }
   solver::Budget budget{opt.timeoutSeconds, opt.cancel};
   solver::Result res;
   try {
     res = solver::makeFieldEngine(opt.trials, opt.seed, /*proveDivisors=*/false)->check(pb, budget);
   } catch (const std::exception& e) {
     r.reason = std::string("engine error: ") + e.what();
-    return finish();
+    return;
   }
   r.reason = res.reason;
   switch (res.status) {
@@ -126,7 +114,86 @@ EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
       r.effect = Effect::Undecided;
       break;
   }
-  return finish();
+}
+
+uint64_t pairKey(const solver::Obligation& o) {
+  return uint64_t{o.expected} << 32 | o.actual;
+}
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  EndToEndResult r;
+  Plan checked;
+  const bool withRef = opt.reference && withReferenceOutputs(plan, *opt.reference, checked);
+  const Plan& target = withRef ? checked : plan;
+  solver::Problem pb;
+  try {
+    pb = stage::lowerStage(target, wholePlan(target), opt.cancel, opt.limits);
+  } catch (const std::exception& e) {
+    r.reason = std::string("cannot run the plan end to end: ") + e.what();
+    r.seconds = since(start);
+    return r;
+  }
+  r.lowerSeconds = since(start);
+  decide(pb, opt, r);
+  r.seconds = since(start);
+  return r;
+}
+
+EndToEndOracle::EndToEndOracle(const Plan& correct, const EndToEndOptions& options)
+    : correct_(correct), options_(options) {
+  const auto start = std::chrono::steady_clock::now();
+  const stage::Stage whole = wholePlan(correct);
+  base_.elements = stage::stageElements(correct, whole);
+  solver::Problem pb;
+  try {
+    pb = stage::lowerStageRecording(correct, whole, memo_, options_.cancel, options_.limits);
+  } catch (const std::exception& e) {
+    base_.reason = std::string("cannot run the plan end to end: ") + e.what();
+    base_.seconds = since(start);
+    memo_ = {};
+    return;
+  }
+  base_.lowerSeconds = since(start);
+  decide(pb, options_, base_);
+  base_.seconds = since(start);
+  if (base_.effect != Effect::Unchanged) return;
+  for (const solver::Obligation& o : pb.obligations)
+    passed_.push_back(pairKey(o));
+  std::sort(passed_.begin(), passed_.end());
+}
+
+EndToEndResult EndToEndOracle::check(const Plan& variant) const {
+  const auto start = std::chrono::steady_clock::now();
+  EndToEndResult r;
+  if (base_.effect != Effect::Unchanged) {
+    r.reason = "the oracle does not accept the correct plan: " + base_.reason;
+    return r;
+  }
+  Plan checked;
+  const bool withRef = withReferenceOutputs(variant, correct_, checked);
+  const Plan& target = withRef ? checked : variant;
+  solver::Problem pb;
+  try {
+    pb = stage::lowerStageWithMemo(target, wholePlan(target), memo_, options_.cancel, options_.limits);
+  } catch (const std::exception& e) {
+    r.reason = std::string("cannot run the plan end to end: ") + e.what();
+    r.seconds = since(start);
+    return r;
+  }
+  r.lowerSeconds = since(start);
+  std::erase_if(pb.obligations, [&](const solver::Obligation& o) {
+    return std::binary_search(passed_.begin(), passed_.end(), pairKey(o));
+  });
+  decide(pb, options_, r);
+  r.seconds = since(start);
+  return r;
 }
 
 }  // namespace paraproof::verify

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/plan/plan.h"
+#include "core/stage/lower.h"
 
 namespace paraproof::verify {
 
@@ -26,7 +28,8 @@ struct EndToEndResult {
   std::string reason;
   std::string where;  // for Changed: the first differing output element
   size_t obligations = 0;
-  size_t nodes = 0;  // expression nodes of the whole-plan problem
+  size_t nodes = 0;      // expression nodes of the whole-plan problem
+  int64_t elements = 0;  // scalar elements of its tensors (known before lowering: the bound checked first)
   double seconds = 0;
   double lowerSeconds = 0;  // of which building the problem
 };
@@ -41,10 +44,34 @@ struct EndToEndOptions {
   // satisfies its own (input) lineage but not the reference's. Ignored when the devices or output counts
   // differ.
   const Plan* reference = nullptr;
+  // Bounds the whole-plan problem (scalar elements, expression nodes): above them the result is Undecided
+  // with a reason that starts "stage too large".
+  stage::LoweringLimits limits = {};
 };
 
 // The plan must have passed validatePlan (the oracle relies on matched communication and well-formed
 // lineage). Never throws for a plan it cannot encode: that is Undecided with the reason.
 EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& options = {});
+
+// The same oracle for many variants of one correct plan (mutation testing). The constructor lowers and
+// checks the correct plan once; check(variant) then lowers the variant reusing every op whose kind,
+// attributes and inputs did not change and the logical model's values (stage::LoweringMemo), and evaluates
+// only the obligations whose two terms are not a pair the correct plan already passed (the same terms in the
+// same pool: the same identity). So a mutant costs what lies downstream of its change, on every device its
+// data reaches. It answers what checkEndToEnd(variant, {reference = correct}) answers; the correct plan must
+// outlive the oracle. check() is safe to call from several threads.
+class EndToEndOracle {
+ public:
+  explicit EndToEndOracle(const Plan& correct, const EndToEndOptions& options = {});
+  const EndToEndResult& base() const { return base_; }
+  EndToEndResult check(const Plan& variant) const;
+
+ private:
+  const Plan& correct_;
+  EndToEndOptions options_;
+  EndToEndResult base_;
+  stage::LoweringMemo memo_;
+  std::vector<uint64_t> passed_;  // sorted (expected << 32 | actual) of the correct plan's obligations
+};
 
 }  // namespace paraproof::verify
