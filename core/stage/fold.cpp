@@ -376,6 +376,16 @@ class Folder {
     return true;
   }
 
+  // Moves the lineage box of device value v by `delta` replicas along its line's steps.
+  static void moveBoxes(ValueId v, Lineage& lin, const Line& l, int64_t delta) {
+    for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+      auto st = l.steps.box.find({v, i});
+      if (st == l.steps.box.end()) continue;
+      lin.box.ranges[i].first += delta * st->second;
+      lin.box.ranges[i].second += delta * st->second;
+    }
+  }
+
   // The implied replica at coordinate k of a line: the template's base moved by k - base steps. Collectives
   // within one replica get instance names of that replica; groups over whole lines stay as written.
   Device translate(const Line& l, int64_t k) const {
@@ -401,12 +411,7 @@ class Folder {
             op.attrs["instance"].dump() + "@" + plan_.mesh.axes[a_] + "=" + std::to_string(k);
     }
     for (auto& [v, lin] : t.lineage) {
-      for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
-        auto st = l.steps.box.find({v, i});
-        if (st == l.steps.box.end()) continue;
-        lin.box.ranges[i].first += delta * st->second;
-        lin.box.ranges[i].second += delta * st->second;
-      }
+      moveBoxes(v, lin, l, delta);
       auto ps = l.steps.part.find(v);
       if (ps != l.steps.part.end()) lin.part += static_cast<int>(delta * ps->second);
     }
@@ -483,12 +488,7 @@ class Folder {
           value = mapped;
         }
       for (auto& [v, lin] : dev.lineage) {
-        for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
-          auto st = line.steps.box.find({v, i});
-          if (st == line.steps.box.end()) continue;
-          lin.box.ranges[i].first += (to - k) * st->second;
-          lin.box.ranges[i].second += (to - k) * st->second;
-        }
+        moveBoxes(v, lin, line, to - k);
         auto ps = line.steps.part.find(v);
         if (ps != line.steps.part.end() && lin.parts == n_ * ps->second) {
           lin.part += static_cast<int>((to - k) * ps->second);
