@@ -27,7 +27,7 @@ verify::Report run(const Plan& p, bool fold) {
   verify::Options o;
   o.jobs = 2;
   o.timeoutSeconds = 120;
-  o.foldReplicas = fold;
+  o.fold = fold;
   return verify::verifyPlan(p, o);
 }
 

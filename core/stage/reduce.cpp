@@ -47,7 +47,8 @@ void numbersIn(const Json& j, std::vector<double>& out) {
 
 }  // namespace
 
-std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes) {
+std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes,
+                                     bool powers) {
   std::set<int64_t> constants;
   {
     std::vector<double> cs;
@@ -71,8 +72,10 @@ std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bo
     for (double c : cs)
       if (c != 0 && std::isfinite(c)) distinct.insert(std::abs(c));
     for (double c : distinct) {
-      for (double x : {c, 1 / c, c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
-        add(x);
+      add(c), add(1 / c);
+      if (powers)
+        for (double x : {c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
+          add(x);
       for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
         add(c * d), add(c / d);
     }

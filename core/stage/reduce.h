@@ -24,8 +24,10 @@ ReducedPlan reducePlan(const Plan& plan);
 // The count-like integers >= 2 the numeric constants of `graphs` could stand for: c, 1/c, c^2, 1/c^2,
 // sqrt(c), 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention
 // scale) and c*d, c/d for two constants, when integral; with `avgGroupSizes`, constants include the group
-// sizes of avg collectives (a divisor the collective applies).
-std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes);
+// sizes of avg collectives (a divisor the collective applies). Without `powers`, only the linear relations
+// (c, 1/c, c*d, c/d): what can scale a sum of copies.
+std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes,
+                                     bool powers = true);
 
 // The logical graph with the classes of `axes` (logical value, dim) scaled down by `factor` and every other
 // class kept, under shape reduction's conditions; the counts are kept apart from the constants of the whole

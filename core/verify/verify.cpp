@@ -17,6 +17,7 @@
 #include "core/stage/canonical.h"
 #include "core/stage/fold.h"
 #include "core/stage/lower.h"
+#include "core/stage/microbatch_fold.h"
 #include "core/stage/reduce.h"
 #include "core/stage/signature.h"
 #include "core/stage/stage.h"
@@ -295,7 +296,7 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
   Plan expanded;
   const Plan* checked = &given;
   if (given.replicas) {
-    if (opt.foldReplicas) folded = stage::foldReplicas(given);
+    if (opt.fold) folded = stage::foldReplicas(given);
     if (folded.folded) {
       checked = &folded.plan;
     } else {
@@ -335,10 +336,16 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
     return rep;
   }
 
-  if (!given.replicas && opt.foldReplicas) folded = stage::foldReplicas(plan);
+  if (!given.replicas && opt.fold) folded = stage::foldReplicas(plan);
   for (auto& n : folded.notes)
     rep.notes.push_back(n);
-  const Plan& input = folded.folded ? folded.plan : plan;
+  const Plan& replicaFolded = folded.folded ? folded.plan : plan;
+  // Micro-batches are copies inside each device graph: folded after the replicas, ranks unchanged.
+  stage::FoldedPlan mbFolded;
+  if (opt.fold) mbFolded = stage::foldMicroBatches(replicaFolded);
+  for (auto& n : mbFolded.notes)
+    rep.notes.push_back(n);
+  const Plan& input = mbFolded.folded ? mbFolded.plan : replicaFolded;
   phase("fold");
 
   stage::ReducedPlan reduced;

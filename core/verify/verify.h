@@ -27,7 +27,9 @@ struct Options {
   EngineChoice engine = EngineChoice::Both;
   bool reduceShapes = true;
   bool dedupStages = true;
-  bool foldReplicas = true;  // check a data-parallel axis of translates as a few replicas (stage/fold.h)
+  // Check symmetric copies as a few: replicas along a data-parallel axis (stage/fold.h) and micro-batches
+  // (stage/microbatch_fold.h). Off with --no-fold.
+  bool fold = true;
   // A stage past these bounds is inconclusive ("stage too large") instead of exhausting memory.
   int64_t maxStageElements = limits::kMaxStageElements;
   int64_t maxStageExprNodes = limits::kMaxStageExprNodes;

@@ -1,0 +1,596 @@
+#include "core/stage/microbatch_fold.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "core/plan/validate.h"
+#include "core/stage/reduce.h"
+
+namespace paraproof::stage {
+
+namespace {
+
+constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
+
+// "name#j" or "name#j<rest>" (rest starting with a non-digit, e.g. the chunk suffix "~c"): micro-batch j,
+// with the key "name#*<rest>" shared by every copy.
+struct Tag {
+  int mb = kStepWide;
+  std::string key;
+};
+
+Tag tagOf(const std::string& s) {
+  const size_t h = s.rfind('#');
+  if (h == std::string::npos) return {kStepWide, s};
+  size_t e = h + 1;
+  while (e < s.size() && e - h <= 6 && s[e] >= '0' && s[e] <= '9')
+    ++e;
+  const bool digits = e > h + 1 && (e == h + 2 || s[h + 1] != '0');
+  if (!digits || (e < s.size() && s[e] >= '0' && s[e] <= '9')) return {kStepWide, s};
+  return {std::stoi(s.substr(h + 1, e - h - 1)), s.substr(0, h) + "#*" + s.substr(e)};
+}
+
+// One device's copies: which micro-batch every op and value belongs to, and the copies by key.
+struct Copies {
+  std::vector<int> valueMb, opMb;
+  std::vector<std::string> valueKey, opKey;
+  std::vector<std::vector<OpId>> ops;                         // per micro-batch, in program order
+  std::vector<std::map<std::string, ValueId>> values;         // per micro-batch: key -> value
+  std::map<std::pair<std::string, size_t>, int64_t> boxStep;  // (key, dim) -> offset step per micro-batch
+  std::map<std::string, int64_t> partStep;                    // key -> part-index step per micro-batch
+  // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
+  std::map<std::string, std::vector<OpId>> chains;
+  std::set<int> deviants;
+  int base = 0;  // the template pair is (base, base + 1)
+};
+
+class MicroBatchFolder {
+ public:
+  explicit MicroBatchFolder(const Plan& plan) : plan_(plan) {}
+
+  FoldedPlan run() {
+    FoldedPlan out;
+    std::string why;
+    if (!index(why)) return skipped(out, why);
+    if (n_ == 0) return out;  // no micro-batches: nothing to say
+    if (n_ < 4) return skipped(out, "fewer than 4 micro-batches");
+    for (size_t d = 0; d < copies_.size(); ++d)
+      if (!copies_[d].ops.empty() && (!learn(d, why) || !findChains(d, why))) return skipped(out, why);
+    if (!instancesStayInTheirMicroBatch(why)) return skipped(out, why);
+
+    std::set<int> kept;
+    for (const Copies& c : copies_) {
+      if (c.ops.empty()) continue;
+      kept.insert({c.base, c.base + 1, 0, 1});
+      kept.insert(c.deviants.begin(), c.deviants.end());
+    }
+    // n copies summed stand for the count n, and n times the size of a group that then sums them (a loss
+    // summed over the micro-batches, then over the data-parallel group). A constant that could be such a
+    // count (a hard-coded 1/(n*dp)) would make a correct plan fail folded; one that could be m times a group
+    // size would make a wrong plan pass (1/(m*dp) where 1/(n*dp) is due). Only linear relations scale a
+    // sum, so squares and roots (an attention scale 1/sqrt(128)) are not counts here.
+    std::vector<const Graph*> graphs{&plan_.logical};
+    for (const Device& d : plan_.devices)
+      graphs.push_back(&d.graph);
+    const std::set<int64_t> constants = countLikeConstants(graphs, false, false);
+    std::set<int64_t> sizes;
+    for (const Device& d : plan_.devices)
+      for (const Op& op : d.graph.ops) {
+        auto grp = op.attrs.find("group");
+        auto red = op.attrs.find("reduce");
+        if (grp != op.attrs.end() && grp->is_array() && red != op.attrs.end() &&
+            (*red == "sum" || *red == "avg"))
+          sizes.insert(static_cast<int64_t>(grp->size()));
+      }
+    std::set<int64_t> groups{1};
+    for (int64_t a : sizes) {
+      groups.insert(a);
+      for (int64_t b : sizes)
+        groups.insert(a * b);
+    }
+    auto collides = [&](int64_t count) {
+      for (int64_t g : groups)
+        if (constants.count(count * g)) return true;
+      return false;
+    };
+    if (collides(n_))
+      return skipped(out, "a constant of the plan could stand for the micro-batch count " +
+                              std::to_string(n_) + " (times a group size)");
+    for (int64_t m = 2; m < n_; ++m) {
+      if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
+      std::set<int> k = kept;
+      for (int c = 0; static_cast<int64_t>(k.size()) < m; ++c)
+        k.insert(c);
+      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds_, n_ / m, why);
+      if (!logical) continue;
+      if (build(out, k, std::move(*logical), why)) return out;
+    }
+    return skipped(out, why.empty() ? "no smaller micro-batch count divides " + std::to_string(n_) : why);
+  }
+
+ private:
+  FoldedPlan& skipped(FoldedPlan& out, const std::string& why) {
+    out = FoldedPlan{};
+    out.notes.push_back("micro-batch fold" + (n_ ? " of " + std::to_string(n_) + " micro-batches" : "") +
+                        " not applied (" + why + "): every micro-batch is checked");
+    return out;
+  }
+
+  std::string where(size_t d) const { return "rank " + std::to_string(plan_.devices[d].rank) + " "; }
+
+  // Tags every op and value; checks that a copy reads only itself and step-wide values, and that every device
+  // has the same micro-batches 0..n-1.
+  bool index(std::string& why) {
+    for (const Value& v : plan_.logical.values)
+      if (tagOf(v.name).mb != kStepWide) {
+        why = "logical value '" + v.name + "' is named like a micro-batch copy";
+        return false;
+      }
+    copies_.resize(plan_.devices.size());
+    for (size_t d = 0; d < plan_.devices.size(); ++d) {
+      const Graph& g = plan_.devices[d].graph;
+      Copies& c = copies_[d];
+      int count = 0;
+      for (const Value& v : g.values) {
+        const Tag t = tagOf(v.name);
+        c.valueMb.push_back(t.mb);
+        c.valueKey.push_back(t.key);
+        count = std::max(count, t.mb + 1);
+      }
+      for (const Op& op : g.ops) {
+        const Tag t = tagOf(op.id);
+        c.opMb.push_back(t.mb);
+        c.opKey.push_back(t.key);
+        count = std::max(count, t.mb + 1);
+      }
+      if (count == 0) continue;
+      if (n_ && count != n_) {
+        why = where(d) + "has " + std::to_string(count) + " micro-batches, others " + std::to_string(n_);
+        return false;
+      }
+      n_ = count;
+      c.ops.resize(static_cast<size_t>(n_));
+      c.values.resize(static_cast<size_t>(n_));
+      for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
+        const int j = c.valueMb[static_cast<size_t>(v)];
+        if (j == kStepWide) continue;
+        if (!c.values[static_cast<size_t>(j)].emplace(c.valueKey[static_cast<size_t>(v)], v).second) {
+          why = where(d) + "value '" + g.values[v].name + "' has a twin key";
+          return false;
+        }
+      }
+      for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+        const Op& op = g.ops[o];
+        const int j = c.opMb[static_cast<size_t>(o)];
+        for (ValueId v : op.outputs)
+          if (c.valueMb[static_cast<size_t>(v)] != j) {
+            why = where(d) + "op '" + op.id + "' writes '" + g.values[v].name + "' of another micro-batch";
+            return false;
+          }
+        if (j == kStepWide) continue;
+        c.ops[static_cast<size_t>(j)].push_back(o);
+        for (ValueId v : op.inputs) {
+          const int k = c.valueMb[static_cast<size_t>(v)];
+          if (k != kStepWide && k != j) {
+            why = where(d) + "op '" + op.id + "' reads '" + g.values[v].name + "' of another micro-batch";
+            return false;
+          }
+        }
+      }
+      for (ValueId v : g.outputs)
+        if (c.valueMb[static_cast<size_t>(v)] != kStepWide) {
+          why = where(d) + "outputs '" + g.values[v].name + "', a value of one micro-batch";
+          return false;
+        }
+      for (int j = 1; j < n_; ++j)
+        if (c.values[static_cast<size_t>(j)].size() != c.values[0].size() ||
+            c.ops[static_cast<size_t>(j)].size() != c.ops[0].size()) {
+          why = where(d) + "micro-batch " + std::to_string(j) + " has another program than micro-batch 0";
+          return false;
+        }
+    }
+    return true;
+  }
+
+  // The lineage steps from micro-batches 0 and 1; every copy's lineage must be the translate (a deviation in
+  // lineage is not kept as a deviant: the fold is refused). Then the template pair for the programs and the
+  // copies that deviate from it.
+  bool learn(size_t d, std::string& why) {
+    const Device& dev = plan_.devices[d];
+    Copies& c = copies_[d];
+    for (const auto& [key, v0] : c.values[0]) {
+      auto it = c.values[1].find(key);
+      if (it == c.values[1].end()) {
+        why = where(d) + "micro-batch 1 has no copy of '" + dev.graph.values[v0].name + "'";
+        return false;
+      }
+      const Lineage* l0 = lineageOf(dev, v0);
+      const Lineage* l1 = lineageOf(dev, it->second);
+      if (!l0 != !l1 || (l0 && (l0->tensor != l1->tensor || l0->parts != l1->parts ||
+                                l0->box.ranges.size() != l1->box.ranges.size()))) {
+        why = where(d) + "the lineage of '" + dev.graph.values[v0].name + "' differs between micro-batches";
+        return false;
+      }
+      if (!l0) continue;
+      for (size_t i = 0; i < l0->box.ranges.size(); ++i) {
+        const int64_t ds = l1->box.ranges[i].first - l0->box.ranges[i].first;
+        if (ds != l1->box.ranges[i].second - l0->box.ranges[i].second) {
+          why = where(d) + "the lineage box of '" + dev.graph.values[v0].name + "' changes size";
+          return false;
+        }
+        if (ds) c.boxStep[{key, i}] = ds;
+      }
+      if (l1->part != l0->part) c.partStep[key] = l1->part - l0->part;
+    }
+    for (int j = 2; j < n_; ++j)
+      if (!lineageIsTranslate(d, j, why)) return false;
+    if (!checkSteps(d, why)) return false;
+
+    std::set<int> best;
+    bool found = false;
+    for (int b : {0, n_ - 2}) {
+      if (!sameProgram(d, b, b + 1)) continue;
+      std::set<int> dev;
+      for (int j = 0; j < n_; ++j)
+        if (j != b && j != b + 1 && !sameProgram(d, b, j)) dev.insert(j);
+      if (!found || dev.size() < best.size()) {
+        best = dev;
+        c.base = b;
+        found = true;
+      }
+    }
+    if (!found || static_cast<int>(best.size()) * 2 >= n_) {
+      why = where(d) + "most micro-batches run different programs";
+      return false;
+    }
+    c.deviants = best;
+    return true;
+  }
+
+  static const Lineage* lineageOf(const Device& dev, ValueId v) {
+    auto it = dev.lineage.find(v);
+    return it == dev.lineage.end() ? nullptr : &it->second;
+  }
+
+  bool lineageIsTranslate(size_t d, int j, std::string& why) const {
+    const Device& dev = plan_.devices[d];
+    const Copies& c = copies_[d];
+    for (const auto& [key, v0] : c.values[0]) {
+      auto it = c.values[static_cast<size_t>(j)].find(key);
+      const std::string name = dev.graph.values[v0].name;
+      if (it == c.values[static_cast<size_t>(j)].end()) {
+        why = where(d) + "micro-batch " + std::to_string(j) + " has no copy of '" + name + "'";
+        return false;
+      }
+      if (dev.graph.values[v0].type != dev.graph.values[it->second].type) {
+        why = where(d) + "the copies of '" + name + "' differ in type";
+        return false;
+      }
+      const Lineage* l0 = lineageOf(dev, v0);
+      const Lineage* lj = lineageOf(dev, it->second);
+      bool same = !l0 == !lj;
+      if (same && l0) {
+        Lineage moved = *l0;
+        for (size_t i = 0; i < moved.box.ranges.size(); ++i) {
+          auto st = c.boxStep.find({key, i});
+          const int64_t shift = st == c.boxStep.end() ? 0 : st->second * j;
+          moved.box.ranges[i].first += shift;
+          moved.box.ranges[i].second += shift;
+        }
+        auto ps = c.partStep.find(key);
+        if (ps != c.partStep.end()) moved.part += static_cast<int>(ps->second * j);
+        same = moved == *lj;
+      }
+      if (!same) {
+        why = where(d) + "the lineage of micro-batch " + std::to_string(j) + "'s '" +
+              dev.graph.values[it->second].name + "' is not the translate of micro-batch 0's";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // An offset that advances must tile its logical dimension in blocks of n steps (replica blocks of n
+  // micro-batches each); a part index that advances likewise over the parts.
+  bool checkSteps(size_t d, std::string& why) {
+    const Device& dev = plan_.devices[d];
+    const Copies& c = copies_[d];
+    for (const auto& [site, step] : c.boxStep) {
+      const Lineage& lin = *lineageOf(dev, c.values[0].at(site.first));
+      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
+        why = "lineage of an unknown logical tensor";
+        return false;
+      }
+      const int64_t extent = plan_.logical.values[lv].type.shape[site.second];
+      const auto [s, e] = lin.box.ranges[site.second];
+      if (step < 0 || extent % (n_ * step) || (s % (n_ * step)) + (e - s) > step) {
+        why = "'" + lin.tensor + "' dim " + std::to_string(site.second) +
+              " is not split into one block per "
+              "micro-batch";
+        return false;
+      }
+      seedSet_.insert({lv, static_cast<int>(site.second)});
+      seeds_.assign(seedSet_.begin(), seedSet_.end());
+    }
+    for (const auto& [key, step] : c.partStep) {
+      const Lineage& lin = *lineageOf(dev, c.values[0].at(key));
+      if (step < 0 || lin.parts % (n_ * step) || lin.part % (n_ * step) >= step) {
+        why = "a value part of '" + lin.tensor + "' is not indexed by the micro-batch";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Is micro-batch j's program the translate of micro-batch b's: op by op the same kinds, keys, step-wide
+  // inputs, attributes, with collective instances renamed one to one?
+  bool sameProgram(size_t d, int b, int j) const {
+    const Graph& g = plan_.devices[d].graph;
+    const Copies& c = copies_[d];
+    const auto& ob = c.ops[static_cast<size_t>(b)];
+    const auto& oj = c.ops[static_cast<size_t>(j)];
+    std::map<std::string, std::string> to, from;
+    auto sameValue = [&](ValueId x, ValueId y) {
+      const size_t ux = static_cast<size_t>(x), uy = static_cast<size_t>(y);
+      if (c.valueMb[ux] == kStepWide || c.valueMb[uy] == kStepWide) return x == y;
+      return c.valueKey[ux] == c.valueKey[uy];
+    };
+    for (size_t i = 0; i < ob.size(); ++i) {
+      const Op& x = g.ops[ob[i]];
+      const Op& y = g.ops[oj[i]];
+      if (c.opKey[static_cast<size_t>(ob[i])] != c.opKey[static_cast<size_t>(oj[i])] || x.kind != y.kind ||
+          x.inputs.size() != y.inputs.size() || x.outputs.size() != y.outputs.size() ||
+          x.attrs.size() != y.attrs.size() || x.origin != y.origin)
+        return false;
+      for (size_t k = 0; k < x.inputs.size(); ++k)
+        if (!sameValue(x.inputs[k], y.inputs[k])) return false;
+      for (size_t k = 0; k < x.outputs.size(); ++k)
+        if (!sameValue(x.outputs[k], y.outputs[k])) return false;
+      for (const auto& [key, value] : x.attrs.items()) {
+        auto it = y.attrs.find(key);
+        if (it == y.attrs.end()) return false;
+        if (key == "instance") {
+          const auto f = to.emplace(value.dump(), it->dump()).first;
+          const auto r = from.emplace(it->dump(), value.dump()).first;
+          if (f->second != it->dump() || r->second != value.dump()) return false;
+        } else if (value != *it) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Step-wide ops may read a copy only as a gradient-accumulation chain: acc1 = add(x#0, x#1), then
+  // acc_k = add(acc_{k-1}, x#k) up to k = n-1, each partial sum read by the next add alone.
+  bool findChains(size_t d, std::string& why) {
+    const Graph& g = plan_.devices[d].graph;
+    Copies& c = copies_[d];
+    std::map<ValueId, std::pair<std::string, int>> partial;  // partial sum -> (key, position)
+    const std::vector<std::vector<OpId>> users = g.consumers();
+    for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+      if (c.opMb[static_cast<size_t>(o)] != kStepWide) continue;
+      const Op& op = g.ops[o];
+      bool readsCopy = false;
+      for (ValueId v : op.inputs)
+        readsCopy = readsCopy || c.valueMb[static_cast<size_t>(v)] != kStepWide || partial.count(v);
+      if (!readsCopy) continue;
+      auto fail = [&] {
+        why = where(d) + "step-wide op '" + op.id +
+              "' reads micro-batch values other than as a sum of the "
+              "micro-batches' copies";
+        return false;
+      };
+      if (op.kind != "add" || op.inputs.size() != 2 || op.outputs.size() != 1 || !op.attrs.empty())
+        return fail();
+      const ValueId a = op.inputs[0], x = op.inputs[1];
+      const int j = c.valueMb[static_cast<size_t>(x)];
+      if (j < 1) return fail();
+      const std::string& key = c.valueKey[static_cast<size_t>(x)];
+      const bool starts =
+          j == 1 && c.valueMb[static_cast<size_t>(a)] == 0 && c.valueKey[static_cast<size_t>(a)] == key;
+      auto prev = partial.find(a);
+      const bool continues = prev != partial.end() && prev->second == std::pair{key, j - 1};
+      if (!starts && !continues) return fail();
+      std::vector<OpId>& chain = c.chains[key];
+      if (static_cast<int>(chain.size()) != j - 1) return fail();
+      chain.push_back(o);
+      if (j + 1 < n_) partial[op.outputs[0]] = {key, j};
+    }
+    for (const auto& [key, chain] : c.chains)
+      if (static_cast<int>(chain.size()) != n_ - 1) {
+        why =
+            where(d) + "the sum of '" + key + "' over micro-batches stops at " + std::to_string(chain.size());
+        return false;
+      }
+    for (const auto& [v, at] : partial)
+      if (users[static_cast<size_t>(v)].size() != 1 ||
+          std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) {
+        why = where(d) + "partial sum '" + g.values[v].name + "' is read outside its accumulation";
+        return false;
+      }
+    return true;
+  }
+
+  // A collective or point-to-point instance joins one micro-batch's copies only (or only step-wide ops) on
+  // every rank, so dropping a micro-batch everywhere drops whole calls.
+  bool instancesStayInTheirMicroBatch(std::string& why) const {
+    std::map<std::string, int> mbOf;
+    for (size_t d = 0; d < plan_.devices.size(); ++d) {
+      const Graph& g = plan_.devices[d].graph;
+      for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+        auto it = g.ops[o].attrs.find("instance");
+        if (it == g.ops[o].attrs.end()) continue;
+        const int j = copies_[d].opMb.at(static_cast<size_t>(o));
+        auto [at, fresh] = mbOf.emplace(it->dump(), j);
+        if (!fresh && at->second != j) {
+          why = "collective instance " + it->dump() + " joins micro-batches " + std::to_string(at->second) +
+                " and " + std::to_string(j);
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Moves a kept copy (micro-batch j at position p) to its place in a batch of m micro-batches.
+  bool place(const Copies& c, const std::string& key, int j, int64_t p, int64_t m, Lineage& lin) const {
+    for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+      auto st = c.boxStep.find({key, i});
+      if (st == c.boxStep.end()) continue;
+      const int64_t s = st->second, o0 = lin.box.ranges[i].first - j * s;
+      const int64_t size = lin.box.ranges[i].second - lin.box.ranges[i].first;
+      const int64_t o = o0 / (n_ * s) * m * s + p * s + o0 % (n_ * s);
+      lin.box.ranges[i] = {o, o + size};
+    }
+    auto ps = c.partStep.find(key);
+    if (ps != c.partStep.end()) {
+      const int64_t t = ps->second, q0 = lin.part - j * t;
+      lin.part = static_cast<int>(q0 / (n_ * t) * m * t + p * t + q0 % (n_ * t));
+      lin.parts = static_cast<int>(lin.parts / n_ * m);
+    }
+    return true;
+  }
+
+  // The folded plan: on every device the kept copies, each moved to its position among them; every other
+  // copy dropped; each accumulation chain's last m-1 adds summing the kept copies.
+  bool build(FoldedPlan& out, const std::set<int>& kept, Graph logical, std::string& why) {
+    const int64_t m = static_cast<int64_t>(kept.size());
+    std::map<int, int64_t> pos;
+    for (int k : kept)
+      pos.emplace(k, static_cast<int64_t>(pos.size()));
+    Plan p = plan_;
+    p.logical = std::move(logical);
+    for (size_t d = 0; d < p.devices.size(); ++d) {
+      const Copies& c = copies_[d];
+      if (c.ops.empty()) continue;
+      const Device& src = plan_.devices[d];
+      Device& dev = p.devices[d];
+      const Graph& g = src.graph;
+      std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
+      std::vector<Op> ops = g.ops;
+      std::set<ValueId> dropLineage;
+      for (size_t o = 0; o < g.ops.size(); ++o)
+        keepOp[o] = c.opMb[o] == kStepWide || pos.count(c.opMb[o]);
+      std::vector<int> order(kept.begin(), kept.end());
+      for (const auto& [key, chain] : c.chains) {
+        const size_t first = static_cast<size_t>(n_ - m);  // chain[first] is the add at position n-m+1
+        for (size_t i = 0; i < first; ++i)
+          keepOp[static_cast<size_t>(chain[i])] = false;
+        for (size_t i = 1; i < static_cast<size_t>(m); ++i) {
+          Op& add = ops[static_cast<size_t>(chain[first + i - 1])];
+          add.inputs[0] = i == 1 ? c.values[static_cast<size_t>(order[0])].at(key)
+                                 : ops[static_cast<size_t>(chain[first + i - 2])].outputs[0];
+          add.inputs[1] = c.values[static_cast<size_t>(order[i])].at(key);
+          if (i + 1 < static_cast<size_t>(m))
+            dropLineage.insert(add.outputs[0]);  // no longer that partial sum
+        }
+      }
+      for (size_t v = 0; v < g.values.size(); ++v) {
+        const OpId prod = g.values[v].producer;
+        keepValue[v] = (c.valueMb[v] == kStepWide || pos.count(c.valueMb[v])) &&
+                       (prod == kNone || keepOp[static_cast<size_t>(prod)]);
+      }
+      std::vector<ValueId> newId(g.values.size(), kNone);
+      Graph h;
+      h.name = g.name;
+      for (size_t v = 0; v < g.values.size(); ++v)
+        if (keepValue[v]) {
+          newId[v] = static_cast<ValueId>(h.values.size());
+          h.values.push_back(g.values[v]);
+        }
+      auto remap = [&](ValueId v, const std::string& user) -> std::optional<ValueId> {
+        if (newId[static_cast<size_t>(v)] == kNone) {
+          why = where(d) + user + " reads '" + g.values[v].name + "' of a micro-batch not kept";
+          return std::nullopt;
+        }
+        return newId[static_cast<size_t>(v)];
+      };
+      std::vector<OpId> newOp(g.ops.size(), kNone);
+      for (size_t o = 0; o < ops.size(); ++o) {
+        if (!keepOp[o]) continue;
+        Op op = ops[o];
+        for (ValueId& v : op.inputs) {
+          auto r = remap(v, "op '" + op.id + "'");
+          if (!r) return false;
+          v = *r;
+        }
+        for (ValueId& v : op.outputs)
+          v = newId[static_cast<size_t>(v)];
+        newOp[o] = static_cast<OpId>(h.ops.size());
+        h.ops.push_back(std::move(op));
+      }
+      for (Value& v : h.values)
+        if (v.producer != kNone) v.producer = newOp[static_cast<size_t>(v.producer)];
+      for (ValueId v : g.inputs)
+        if (keepValue[static_cast<size_t>(v)]) h.inputs.push_back(newId[static_cast<size_t>(v)]);
+      for (ValueId v : g.outputs) {
+        auto r = remap(v, "the graph output");
+        if (!r) return false;
+        h.outputs.push_back(*r);
+      }
+      h.reindex();
+      std::map<ValueId, Lineage> lineage;
+      for (const auto& [v, lin] : src.lineage) {
+        const size_t u = static_cast<size_t>(v);
+        if (!keepValue[u] || dropLineage.count(v)) continue;
+        Lineage moved = lin;
+        if (c.valueMb[u] != kStepWide) place(c, c.valueKey[u], c.valueMb[u], pos.at(c.valueMb[u]), m, moved);
+        // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
+        // value of the batch) has no place in the folded batch.
+        const ValueId lv = plan_.logical.findValue(lin.tensor);
+        if (lv != kNone)
+          for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+            const bool scaled =
+                plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i);
+            const bool steps = c.valueMb[u] != kStepWide && c.boxStep.count({c.valueKey[u], i});
+            if (scaled && !steps) {
+              why = where(d) + "'" + g.values[v].name + "' covers the batch of '" + lin.tensor +
+                    "' without advancing with the micro-batch";
+              return false;
+            }
+          }
+        lineage.emplace(newId[u], std::move(moved));
+      }
+      dev.graph = std::move(h);
+      dev.lineage = std::move(lineage);
+    }
+    std::vector<Diagnostic> errs = validatePlan(p);
+    if (!errs.empty()) {
+      why = "the folded plan is invalid: " + errs.front().where + ": " + errs.front().message;
+      return false;
+    }
+    size_t deviants = 0;
+    for (const Copies& c : copies_)
+      deviants += c.deviants.size();
+    std::ostringstream os;
+    os << "micro-batch fold: " << n_ << " micro-batches checked as " << m << " (micro-batches";
+    for (int k : kept)
+      os << " " << k;
+    os << "; " << deviants << " cop" << (deviants == 1 ? "y" : "ies")
+       << " deviating from the translate of the others, kept as written); the logical batch scaled by "
+       << n_ / m;
+    out.notes.push_back(os.str());
+    out.plan = std::move(p);
+    out.folded = true;
+    return true;
+  }
+
+  const Plan& plan_;
+  int n_ = 0;  // micro-batches per device (0: none)
+  std::vector<Copies> copies_;
+  std::set<std::pair<ValueId, int>> seedSet_;
+  std::vector<std::pair<ValueId, int>> seeds_;
+};
+
+}  // namespace
+
+FoldedPlan foldMicroBatches(const Plan& plan) {
+  return MicroBatchFolder(plan).run();
+}
+
+}  // namespace paraproof::stage
