@@ -110,7 +110,7 @@ int runVerify(const std::vector<std::string>& argv) {
     throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
   if (args.has("hold-stage")) opt.holdStage = args.getInt("hold-stage", -1, 0, 1 << 30);
   opt.reduceShapes = !args.has("no-reduce");
-  opt.foldReplicas = !args.has("no-fold");
+  opt.fold = !args.has("no-fold");
   opt.dedupStages = !args.has("no-dedup");
 
   const std::string path = generated ? "<generated>" : args.positional()[0];
