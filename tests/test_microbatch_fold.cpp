@@ -7,6 +7,7 @@
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "core/plan/json_io.h"
 #include "core/stage/microbatch_fold.h"
 #include "core/verify/verify.h"
 
@@ -14,10 +15,12 @@ using namespace paraproof;
 
 namespace {
 
-Plan generated(const std::string& model, const std::string& par, const std::string& inject = "") {
+Plan generated(const std::string& model, const std::string& par, const std::string& inject = "",
+               bool compact = false) {
   parallel::GenerateOptions o;
   o.layers = 2;
   o.inject = inject;
+  o.compact = compact;
   return parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o);
 }
 
@@ -109,19 +112,25 @@ class TestMicroBatchFold : public QObject {
     QFETCH(QString, bug);
     const parallel::BugEntry& entry = *parallel::findBug(bug.toStdString());
     const std::string par = withMicroBatches(entry.parallel, 8);
-    Plan plan;
+    Plan plan, compact;
+    std::string inject = entry.id + "@mb=5";
     try {
-      plan = generated(entry.model, par, entry.id + "@mb=5");
+      plan = generated(entry.model, par, inject);
     } catch (const std::invalid_argument&) {
+      inject = entry.id;
       try {
-        plan = generated(entry.model, par, entry.id);
+        plan = generated(entry.model, par, inject);
       } catch (const std::invalid_argument& e) {
         QSKIP(e.what());
       }
     }
-    const verify::Report f = run(plan, true), u = run(plan, false);
-    QCOMPARE(verify::verdictName(f.verdict), verify::verdictName(u.verdict));
+    compact = generated(entry.model, par, inject, true);
+    const verify::Report f = run(plan, true), u = run(plan, false), c = run(compact, true);
     const std::set<std::string> wf = wrongTensors(f), wu = wrongTensors(u);
+    QCOMPARE(verify::verdictName(f.verdict), verify::verdictName(u.verdict));
+    QCOMPARE(verify::verdictName(c.verdict), verify::verdictName(u.verdict));
+    for (const std::string& t : wrongTensors(c))
+      QVERIFY2(wu.count(t), qPrintable(QString::fromStdString("compact run names '" + t + "'")));
     for (const std::string& t : wf)
       QVERIFY2(wu.count(t), qPrintable(QString::fromStdString("folded run names '" + t + "'")));
   }
@@ -150,6 +159,52 @@ class TestMicroBatchFold : public QObject {
     for (const std::string& t : wrong)
       QVERIFY2(t.find("#13") != std::string::npos,
                qPrintable(QString::fromStdString("'" + t + "' is not micro-batch 13's")));
+  }
+
+  // The compact form stands for the explicit plan: written out, every implied copy is the one the generator
+  // builds (op order and collective instance names aside: implied copies follow their template op, and
+  // instances only need to be unique per call), and the accumulation sums every copy.
+  void compactPlanExpandsToTheExplicitOne() {
+    const Plan explicitPlan = generated("llama-micro", "dp=2,tp=2,pp=2,mb=8");
+    const Plan compact = generated("llama-micro", "dp=2,tp=2,pp=2,mb=8", "", true);
+    QVERIFY(compact.microbatches.has_value());
+    QVERIFY(planFromJson(planToJson(compact)).microbatches == compact.microbatches);  // the format keeps it
+    const Plan expanded = stage::expandMicroBatches(compact);
+    QVERIFY(!expanded.microbatches.has_value());
+    QCOMPARE(expanded.devices.size(), explicitPlan.devices.size());
+    for (size_t d = 0; d < expanded.devices.size(); ++d) {
+      const Graph& x = expanded.devices[d].graph;
+      const Graph& y = explicitPlan.devices[d].graph;
+      QVERIFY(compact.devices[d].graph.ops.size() * 2 < y.ops.size());
+      QCOMPARE(x.ops.size(), y.ops.size());
+      for (const Op& op : y.ops) {
+        const OpId o = x.findOp(op.id);
+        if (o == kNone && op.kind == "add") continue;  // an accumulation add: checked by value below
+        QVERIFY2(o != kNone, qPrintable(QString::fromStdString("missing op " + op.id)));
+        Json a = x.ops[o].attrs, b = op.attrs;
+        if (a.is_object()) a.erase("instance");
+        if (b.is_object()) b.erase("instance");
+        QVERIFY2(a == b && x.ops[o].kind == op.kind, qPrintable(QString::fromStdString("op " + op.id)));
+      }
+      for (const auto& [v, lin] : explicitPlan.devices[d].lineage) {
+        const ValueId w = x.findValue(y.values[v].name);
+        if (w == kNone) continue;  // a partial sum of the accumulation, named after the fold
+        QVERIFY2(expanded.devices[d].lineage.count(w) && expanded.devices[d].lineage.at(w) == lin,
+                 qPrintable(QString::fromStdString("lineage of " + y.values[v].name)));
+      }
+    }
+    QCOMPARE(verify::verdictName(run(compact, false).verdict), "equivalent");  // written out, copy by copy
+    QCOMPARE(verify::verdictName(run(compact, true).verdict), "equivalent");
+  }
+
+  void compactFarMicroBatchBugIsStatedFoundAndNamed() {
+    const Plan compact = generated("llama-micro", "tp=2,pp=2,mb=16", "tv07-eps@layer=1,rank=3,mb=13", true);
+    QVERIFY(compact.microbatches.has_value());
+    const verify::Report r = run(compact, true);
+    QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
+    for (const std::string& t : wrongTensors(r))
+      QVERIFY2(t.find("#13") != std::string::npos, qPrintable(QString::fromStdString(t)));
+    QVERIFY(!wrongTensors(r).empty());
   }
 
   // A constant that could be the micro-batch count (a hard-coded 1/n) makes a folded check meaningless:

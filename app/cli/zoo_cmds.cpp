@@ -38,8 +38,9 @@ int runGenerate(const std::vector<std::string>& argv) {
            "Generates a full training-step plan (forward, loss, backward, grad accumulation, clipping, "
            "AdamW)\n"
            "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n"
-           "From dp=8 the plan is compact: a few data-parallel replicas are written and the others are\n"
-           "their translates (docs/plan-format.md, \"Replicas\"); --explicit writes every device.\n";
+           "The plan is compact: from dp=8 a few data-parallel replicas are written, from mb=4 a few\n"
+           "micro-batch copies, and the others are their translates (docs/plan-format.md, \"Replicas\",\n"
+           "\"Micro-batches\"); --explicit writes every device and every copy.\n";
     return 0;
   }
   auto out = args.get("o") ? args.get("o") : args.get("output");

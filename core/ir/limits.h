@@ -23,6 +23,7 @@ inline constexpr int64_t kMaxOpArity = int64_t{1} << 16;         // inputs or ou
 inline constexpr int64_t kMaxDevices = int64_t{1} << 16;         // devices, and positions of the mesh
 inline constexpr int64_t kMaxAttrValues = int64_t{1} << 17;      // JSON values in one op's attrs
 inline constexpr int64_t kMaxAttrInteger = int64_t{1} << 40;     // magnitude of an integer attribute
+inline constexpr int64_t kMaxMicroBatches = int64_t{1} << 16;    // micro-batches a compact plan implies
 // Lowering: a stage whose tensors hold more scalar elements, or whose expression DAG grows past this many
 // nodes, ends inconclusive ("stage too large") instead of exhausting memory.
 inline constexpr int64_t kMaxStageElements = int64_t{1} << 24;

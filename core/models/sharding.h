@@ -2,6 +2,8 @@
 // the lineage layout of a device tensor relative to its logical tensor. Degrees all 1 = the logical graph.
 #pragma once
 
+#include <set>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,7 +14,10 @@ namespace paraproof::models {
 
 struct Degrees {
   int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
-  int mb = 1;    // micro-batches per step
+  int mb = 1;  // micro-batches per step
+  // The micro-batches whose copies are built (empty: all); the others are implied (Plan::microbatches).
+  std::set<int> builtMb;
+  bool builds(int m) const { return builtMb.empty() || builtMb.count(m); }
   int zero = 0;  // ZeRO stage 0..3
   bool sp = false;
   int devices() const { return dp * tp * pp * cp; }

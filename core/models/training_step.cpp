@@ -314,6 +314,7 @@ void TrainingStep::begin(int firstBlock, int lastBlock) {
   const bool hasHead = lastBlock == headBlock();
   std::vector<Val> validParts;
   for (int m = 0; m < ctx_.deg().mb; ++m) {
+    if (!ctx_.deg().builds(m)) continue;
     setMicroBatch(m);
     forEachChunk(false, [&] {
       if (firstBlock == 0) put(em_.input(act("tokens", {shape_.batch, shape_.seq}), DType::I64));

@@ -186,7 +186,9 @@ std::vector<StatePair> buildProgram(const ModelConfig& cfg, const StepShape& sha
   ++nextAt.pp;
   const int prev = stage > 0 ? ctx.rankOf(prevAt) : -1, next = stage + 1 < d.pp ? ctx.rankOf(nextAt) : -1;
   step.begin(first, last);
+  const int lastBuilt = d.builtMb.empty() ? d.mb - 1 : *d.builtMb.rbegin();
   for (const PipelineStep& ps : pipelineOrder(schedule, stage, d.pp, d.mb)) {
+    if (!d.builds(ps.microBatch)) continue;  // an implied copy (compact micro-batches)
     step.setMicroBatch(ps.microBatch);
     // Hidden states and their gradients travel per sequence chunk (two chunks per rank under cp).
     auto eachChunk = [&](const std::function<void()>& fn) {
@@ -209,7 +211,7 @@ std::vector<StatePair> buildProgram(const ModelConfig& cfg, const StepShape& sha
             [&] { step.put(em.recv(step.hiddenGradLayout(last), DType::F32, self, next, "pipeline")); });
       for (int b = last; b >= first; --b) {
         step.backward(b);
-        if (ps.microBatch == d.mb - 1) step.finishGradients(b);
+        if (ps.microBatch == lastBuilt) step.finishGradients(b);
       }
       if (prev >= 0)
         eachChunk([&] { em.send(step.get(step.hiddenName(first - 1) + ".grad"), self, prev, "pipeline"); });
@@ -265,6 +267,24 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   d.mb = spec.mb;
   d.zero = spec.zero;
   d.sp = spec.sp;
+  // Compact micro-batches: only copies 0 and 1 are built (with an injected bug four: 0, 1, 2 and the bug's,
+  // or 0-3 when the bug's is among them or left to the injector, which then picks 0: the template moves to 1
+  // and 2); the others are their translates (Plan::microbatches). Not under cp, whose chunks the fold does
+  // not take.
+  if (options.compact && spec.mb >= 4 && spec.cp == 1) {
+    d.builtMb = {0, 1};
+    if (!options.inject.empty()) {
+      const BugRequest req = parseInjection(options.inject);
+      const int at = req.site.microBatch;
+      d.builtMb = at >= 3 && at < spec.mb ? std::set<int>{0, 1, 2, at} : std::set<int>{0, 1, 2, 3};
+    }
+    if (static_cast<int>(d.builtMb.size()) == spec.mb) d.builtMb.clear();
+  }
+  auto explicitPlan = [&] {
+    GenerateOptions explicitOptions = options;
+    explicitOptions.compact = false;
+    return generatePlan(model, spec, explicitOptions);
+  };
 
   Plan plan;
   plan.name = model.name + "-" + spec.str();
@@ -303,29 +323,40 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   plan.metadata["generator"] = {{"model", model.name},         {"parallel", spec.str()},
                                 {"layers", shape.layers},      {"seq", shape.seq},
                                 {"global_batch", shape.batch}, {"schedule", spec.schedule}};
-  if (!compact) {
-    if (!options.inject.empty()) injectBug(plan, options.inject);
-    return plan;
-  }
-  std::set<int64_t> changed;  // replicas the injection touched: not a template
+  std::vector<std::pair<int, std::string>> changedOps;
   if (!options.inject.empty()) {
     try {
-      for (const auto& [rank, op] : injectBug(plan, options.inject).changedOps)
-        changed.insert(ShardContext::coordOf(d, rank).dp / d.ep);
+      changedOps = injectBug(plan, options.inject).changedOps;
     } catch (const std::exception&) {
-      GenerateOptions explicitOptions = options;  // the bug needs a replica the compact form does not state
-      explicitOptions.compact = false;
-      return generatePlan(model, spec, explicitOptions);
+      if (!compact && d.builtMb.empty()) throw;
+      return explicitPlan();  // the bug needs a replica or a micro-batch the compact form does not build
     }
   }
+  if (!d.builtMb.empty()) {
+    // The template pair: two consecutive built copies the injection did not touch.
+    std::set<int> touched;
+    for (const auto& [rank, op] : changedOps)
+      touched.insert(copyTagOf(op).mb);
+    // A bug in a step-wide op (the accumulation, the gradient reduction) may read the built copies in a way
+    // the implied ones cannot follow (a reduction of the sum so far): such plans are explicit.
+    if (touched.count(-1)) return explicitPlan();
+    int from = -1;
+    for (int a : d.builtMb)
+      if (d.builtMb.count(a + 1) && !touched.count(a) && !touched.count(a + 1)) {
+        from = a;
+        break;
+      }
+    if (from < 0) return explicitPlan();
+    plan.microbatches = MicroBatches{spec.mb, from};
+  }
+  if (!compact) return plan;
+  std::set<int64_t> changed;  // replicas the injection touched: not a template
+  for (const auto& [rank, op] : changedOps)
+    changed.insert(ShardContext::coordOf(d, rank).dp / d.ep);
   std::vector<int64_t> clean;
   for (int64_t k : stated)
     if (!changed.count(k)) clean.push_back(k);
-  if (clean.size() < 2) {
-    GenerateOptions explicitOptions = options;
-    explicitOptions.compact = false;
-    return generatePlan(model, spec, explicitOptions);
-  }
+  if (clean.size() < 2) return explicitPlan();
   plan.replicas = Replicas{"dp", clean[0], clean[1]};
   return plan;
 }

@@ -24,9 +24,10 @@ struct GenerateOptions {
   int64_t seq = 0;          // 0: default (8)
   int64_t globalBatch = 0;  // 0: default (2 * dp * mb)
   std::string inject;       // bug id, optionally "@layer=..,rank=..,mb=.."; empty: none
-  // Emit the compact form (Plan::replicas): only some data-parallel replicas are built (coordinates 0 and
-  // 1, with an injected bug also 2, 3 and the injected rank's), the others are their translates. Applies
-  // from dp = 8 (mesh axis dp) without ZeRO; otherwise, or when it cannot, the plan is explicit.
+  // Emit the compact form: only some data-parallel replicas are built (Plan::replicas: coordinates 0 and
+  // 1, with an injected bug also 2, 3 and the injected rank's; from dp = 8 without ZeRO) and only some
+  // micro-batch copies (Plan::microbatches: 0 and 1, with a bug 0-2 and the bug's; from mb = 4 without
+  // cp); the others are their translates. Where it cannot, the plan is explicit.
   bool compact = false;
 };
 

@@ -42,8 +42,9 @@ class PlanReader {
   explicit PlanReader(const std::string& source) : source_(source) {}
 
   Plan read(const Json& j) {
-    ObjectReader top(j, "", source_, "plan",
-                     {"format", "version", "name", "mesh", "replicas", "metadata", "logical", "devices"});
+    ObjectReader top(
+        j, "", source_, "plan",
+        {"format", "version", "name", "mesh", "replicas", "microbatches", "metadata", "logical", "devices"});
     guarded([&] { readHeader(top); });
     guarded([&] {
       ObjectReader r(top.required("logical"), "/logical", source_, "logical graph",
@@ -112,6 +113,24 @@ class PlanReader {
     plan_.replicas = rep;
   }
 
+  void readMicroBatches(const Json& j) {
+    ObjectReader r(j, "/microbatches", source_, "microbatches", {"count", "template"});
+    MicroBatches mb;
+    const Json& c = r.required("count");
+    if (!c.is_number_integer() || c.get<int64_t>() < 2 || c.get<int64_t>() > limits::kMaxMicroBatches)
+      fail(source_, "/microbatches/count",
+           "count must be an integer from 2 to " + std::to_string(limits::kMaxMicroBatches));
+    mb.count = c.get<int>();
+    const Json& t = r.array("template");
+    if (t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+        t[1].get<int64_t>() != t[0].get<int64_t>() + 1 || t[0].get<int64_t>() < 0 ||
+        t[1].get<int64_t>() >= mb.count)
+      fail(source_, "/microbatches/template",
+           "template must list two consecutive micro-batches below the count (e.g. [0, 1])");
+    mb.from = t[0].get<int>();
+    plan_.microbatches = mb;
+  }
+
   void readHeader(const ObjectReader& top) {
     if (const Json* f = top.find("format")) {
       std::string format = readString(*f, source_, "/format", "field 'format'");
@@ -140,6 +159,7 @@ class PlanReader {
       plan_.mesh.axes.push_back(readString(axes[k], source_, child("/mesh/axes", k), "mesh axis name"));
     plan_.mesh.shape = readShape(mesh.required("shape"), source_, "/mesh/shape");
     if (const Json* r = top.find("replicas")) readReplicas(*r);
+    if (const Json* r = top.find("microbatches")) readMicroBatches(*r);
     if (plan_.mesh.shape.size() != plan_.mesh.axes.size())
       fail(source_, "/mesh/shape",
            "mesh shape " + shapeString(plan_.mesh.shape) + " has " + std::to_string(plan_.mesh.shape.size()) +
@@ -288,6 +308,9 @@ Json planToJson(const Plan& plan) {
   if (plan.replicas)
     j["replicas"] =
         Json{{"axis", plan.replicas->axis}, {"template", {plan.replicas->from, plan.replicas->to}}};
+  if (plan.microbatches)
+    j["microbatches"] = Json{{"count", plan.microbatches->count},
+                             {"template", {plan.microbatches->from, plan.microbatches->from + 1}}};
   j["metadata"] = plan.metadata;
   Json logical = Json::object();
   writeGraph(plan.logical, logical);

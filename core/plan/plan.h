@@ -59,10 +59,21 @@ struct Replicas {
   bool operator==(const Replicas&) const = default;
 };
 
+// Compact micro-batches (docs/plan-format.md, "Micro-batches"): every device states the copies "#j" of some
+// of its `count` micro-batches, the copies `from` and `from`+1 among them; copy j not stated is the translate
+// of copy `from` by j - `from` steps (lineage advances by the step between the two; names and instances
+// get "#j"), and each accumulation chain sums the stated copies in order.
+struct MicroBatches {
+  int count = 0;
+  int from = 0;
+  bool operator==(const MicroBatches&) const = default;
+};
+
 struct Plan {
   std::string name;
   Mesh mesh;
-  std::optional<Replicas> replicas;  // set: a compact plan (devices of other replicas are implied)
+  std::optional<Replicas> replicas;          // set: a compact plan (devices of other replicas are implied)
+  std::optional<MicroBatches> microbatches;  // set: micro-batch copies implied (see above)
   Graph logical;
   std::vector<StatePair> state;  // declared in the logical graph; empty: an inference-style plan
   std::vector<Device> devices;
@@ -71,6 +82,15 @@ struct Plan {
   const Device* deviceByRank(int rank) const;
   int deviceIndex(int rank) const;  // kNone if absent
 };
+
+// Micro-batch copies are named "base#j" or "base#j<rest>" (rest starting with a non-digit: the chunk suffix
+// "~c", "/ar"); `key` is the name with "#j" replaced by "#*", shared by every copy. mb is -1 for a name of no
+// copy (step-wide: parameters, accumulated gradients, the optimizer). docs/plan-format.md, "Micro-batches".
+struct CopyTag {
+  int mb = -1;
+  std::string key;
+};
+CopyTag copyTagOf(const std::string& name);
 
 // Collective and point-to-point op kinds, whose semantics span several devices.
 bool isCollective(const std::string& kind);  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast

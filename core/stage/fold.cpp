@@ -445,6 +445,7 @@ class Folder {
     p.name = plan_.name;
     p.mesh = plan_.mesh;
     p.mesh.shape[a_] = m;
+    p.microbatches = plan_.microbatches;
     p.logical = std::move(logical);
     p.state = plan_.state;
     p.metadata = plan_.metadata;

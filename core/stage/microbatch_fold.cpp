@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/plan/validate.h"
 #include "core/stage/reduce.h"
@@ -15,22 +16,9 @@ namespace {
 
 constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
 
-// "name#j" or "name#j<rest>" (rest starting with a non-digit, e.g. the chunk suffix "~c"): micro-batch j,
-// with the key "name#*<rest>" shared by every copy.
-struct Tag {
-  int mb = kStepWide;
-  std::string key;
-};
-
+using Tag = CopyTag;
 Tag tagOf(const std::string& s) {
-  const size_t h = s.rfind('#');
-  if (h == std::string::npos) return {kStepWide, s};
-  size_t e = h + 1;
-  while (e < s.size() && e - h <= 6 && s[e] >= '0' && s[e] <= '9')
-    ++e;
-  const bool digits = e > h + 1 && (e == h + 2 || s[h + 1] != '0');
-  if (!digits || (e < s.size() && s[e] >= '0' && s[e] <= '9')) return {kStepWide, s};
-  return {std::stoi(s.substr(h + 1, e - h - 1)), s.substr(0, h) + "#*" + s.substr(e)};
+  return copyTagOf(s);
 }
 
 // One device's copies: which micro-batch every op and value belongs to, and the copies by key.
@@ -44,28 +32,42 @@ struct Copies {
   // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
   std::map<std::string, std::vector<OpId>> chains;
   std::set<int> deviants;
-  int base = 0;  // the template pair is (base, base + 1)
+  int base = 0;  // the template pair of the programs is (base, base + 1)
 };
 
 class MicroBatchFolder {
  public:
-  explicit MicroBatchFolder(const Plan& plan) : plan_(plan) {}
+  explicit MicroBatchFolder(const Plan& plan)
+      : plan_(plan), compact_(plan.microbatches.has_value()), from_(compact_ ? plan.microbatches->from : 0) {}
+
+  // Every implied copy of a compact plan written out, each accumulation chain over all of them.
+  Plan expand() {
+    std::string why;
+    if (!prepare(why)) throw std::invalid_argument("microbatches: " + why);
+    std::set<int> all;
+    for (int j = 0; j < n_; ++j)
+      all.insert(j);
+    Plan p = plan_;
+    p.microbatches.reset();
+    if (!withCopies(p, all, false, why)) throw std::invalid_argument("microbatches: " + why);
+    return p;
+  }
 
   FoldedPlan run() {
     FoldedPlan out;
     std::string why;
-    if (!index(why)) return skipped(out, why);
+    if (!prepare(why)) return skipped(out, why);
     if (n_ == 0) return out;  // no micro-batches: nothing to say
-    if (n_ < 4) return skipped(out, "fewer than 4 micro-batches");
-    for (size_t d = 0; d < copies_.size(); ++d)
-      if (!copies_[d].ops.empty() && (!learn(d, why) || !findChains(d, why))) return skipped(out, why);
-    if (!instancesStayInTheirMicroBatch(why)) return skipped(out, why);
+    if (n_ < 4 && !compact_) return skipped(out, "fewer than 4 micro-batches");
 
-    std::set<int> kept;
-    for (const Copies& c : copies_) {
-      if (c.ops.empty()) continue;
-      kept.insert({c.base, c.base + 1, 0, 1});
-      kept.insert(c.deviants.begin(), c.deviants.end());
+    std::set<int> kept = stated_;  // a compact plan's stated copies are kept as stated
+    if (!compact_) {
+      kept.clear();
+      for (const Copies& c : copies_) {
+        if (c.ops.empty()) continue;
+        kept.insert({c.base, c.base + 1, 0, 1});
+        kept.insert(c.deviants.begin(), c.deviants.end());
+      }
     }
     // n copies summed stand for the count n, and n times the size of a group that then sums them (a loss
     // summed over the micro-batches, then over the data-parallel group). A constant that could be such a
@@ -96,10 +98,20 @@ class MicroBatchFolder {
         if (constants.count(count * g)) return true;
       return false;
     };
-    if (collides(n_))
-      return skipped(out, "a constant of the plan could stand for the micro-batch count " +
-                              std::to_string(n_) + " (times a group size)");
-    for (int64_t m = 2; m < n_; ++m) {
+    bool tryFold = n_ >= 4;
+    if (!tryFold) why = "fewer than 4 micro-batches";
+    if (collides(n_)) {
+      why = "a constant of the plan could stand for the micro-batch count " + std::to_string(n_) +
+            " (times a group size)";
+      tryFold = false;
+    }
+    // A stated copy whose values or lineage differ from the template's translate cannot be moved to a
+    // position of the folded batch: such a compact plan is written out.
+    if (lineageDeviant_) {
+      why = "a stated micro-batch copy differs from the template in its values or lineage";
+      tryFold = false;
+    }
+    for (int64_t m = 2; m < n_ && tryFold; ++m) {
       if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
       std::set<int> k = kept;
       for (int c = 0; static_cast<int64_t>(k.size()) < m; ++c)
@@ -107,6 +119,23 @@ class MicroBatchFolder {
       std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds_, n_ / m, why);
       if (!logical) continue;
       if (build(out, k, std::move(*logical), why)) return out;
+    }
+    if (compact_) {  // not folded: the plan it stands for, copy by copy
+      Plan p = plan_;
+      p.microbatches.reset();
+      std::set<int> all;
+      for (int j = 0; j < n_; ++j)
+        all.insert(j);
+      std::string how;
+      if (withCopies(p, all, false, how)) {
+        skipped(out, why.empty() ? "no smaller micro-batch count divides " + std::to_string(n_) : why);
+        out.plan = std::move(p);
+        out.folded = true;  // the plan to check is out.plan (expanded, not smaller)
+        out.notes.back() = "micro-batch fold of " + std::to_string(n_) + " micro-batches not applied (" +
+                           (why.empty() ? "no smaller count" : why) + "): every implied copy written out";
+        return out;
+      }
+      return skipped(out, how);
     }
     return skipped(out, why.empty() ? "no smaller micro-batch count divides " + std::to_string(n_) : why);
   }
@@ -120,6 +149,15 @@ class MicroBatchFolder {
   }
 
   std::string where(size_t d) const { return "rank " + std::to_string(plan_.devices[d].rank) + " "; }
+
+  bool prepare(std::string& why) {
+    if (!index(why)) return false;
+    if (n_ == 0) return true;
+    order_.assign(stated_.begin(), stated_.end());
+    for (size_t d = 0; d < copies_.size(); ++d)
+      if (!copies_[d].ops.empty() && (!learn(d, why) || !findChains(d, why))) return false;
+    return instancesStayInTheirMicroBatch(why);
+  }
 
   // Tags every op and value; checks that a copy reads only itself and step-wide values, and that every device
   // has the same micro-batches 0..n-1.
@@ -147,6 +185,32 @@ class MicroBatchFolder {
         count = std::max(count, t.mb + 1);
       }
       if (count == 0) continue;
+      std::set<int> present;
+      for (int j : c.valueMb)
+        if (j != kStepWide) present.insert(j);
+      for (int j : c.opMb)
+        if (j != kStepWide) present.insert(j);
+      if (compact_) {
+        if (count > plan_.microbatches->count) {
+          why = where(d) + "has micro-batch " + std::to_string(count - 1) + ", beyond the count " +
+                std::to_string(plan_.microbatches->count);
+          return false;
+        }
+        count = plan_.microbatches->count;
+        if (!stated_.empty() && present != stated_) {
+          why = where(d) + "states other micro-batches than rank " + std::to_string(plan_.devices[0].rank);
+          return false;
+        }
+        if (!present.count(from_) || !present.count(from_ + 1)) {
+          why = where(d) + "does not state the template micro-batches " + std::to_string(from_) + " and " +
+                std::to_string(from_ + 1);
+          return false;
+        }
+      } else if (static_cast<int>(present.size()) != count) {
+        why = where(d) + "lacks some of its " + std::to_string(count) + " micro-batches";
+        return false;
+      }
+      stated_ = present;
       if (n_ && count != n_) {
         why = where(d) + "has " + std::to_string(count) + " micro-batches, others " + std::to_string(n_);
         return false;
@@ -185,10 +249,14 @@ class MicroBatchFolder {
           why = where(d) + "outputs '" + g.values[v].name + "', a value of one micro-batch";
           return false;
         }
-      for (int j = 1; j < n_; ++j)
-        if (c.values[static_cast<size_t>(j)].size() != c.values[0].size() ||
-            c.ops[static_cast<size_t>(j)].size() != c.ops[0].size()) {
-          why = where(d) + "micro-batch " + std::to_string(j) + " has another program than micro-batch 0";
+      // A compact plan's stated copies other than the template pair are kept as written, whatever their
+      // program; an explicit plan's copies must all have the template's size.
+      const size_t f = static_cast<size_t>(from_);
+      for (int j : compact_ ? std::set<int>{from_ + 1} : stated_)
+        if (c.values[static_cast<size_t>(j)].size() != c.values[f].size() ||
+            c.ops[static_cast<size_t>(j)].size() != c.ops[f].size()) {
+          why = where(d) + "micro-batch " + std::to_string(j) + " has another program than micro-batch " +
+                std::to_string(from_);
           return false;
         }
     }
@@ -201,10 +269,12 @@ class MicroBatchFolder {
   bool learn(size_t d, std::string& why) {
     const Device& dev = plan_.devices[d];
     Copies& c = copies_[d];
-    for (const auto& [key, v0] : c.values[0]) {
-      auto it = c.values[1].find(key);
-      if (it == c.values[1].end()) {
-        why = where(d) + "micro-batch 1 has no copy of '" + dev.graph.values[v0].name + "'";
+    const size_t f = static_cast<size_t>(from_);
+    for (const auto& [key, v0] : c.values[f]) {
+      auto it = c.values[f + 1].find(key);
+      if (it == c.values[f + 1].end()) {
+        why = where(d) + "micro-batch " + std::to_string(from_ + 1) + " has no copy of '" +
+              dev.graph.values[v0].name + "'";
         return false;
       }
       const Lineage* l0 = lineageOf(dev, v0);
@@ -225,24 +295,26 @@ class MicroBatchFolder {
       }
       if (l1->part != l0->part) c.partStep[key] = l1->part - l0->part;
     }
-    for (int j = 2; j < n_; ++j)
+    for (int j : stated_)
       if (!lineageIsTranslate(d, j, why)) return false;
     if (!checkSteps(d, why)) return false;
 
     std::set<int> best;
     bool found = false;
-    for (int b : {0, n_ - 2}) {
-      if (!sameProgram(d, b, b + 1)) continue;
+    // An implied copy is the translate of the template by definition: a compact plan's template is its own.
+    const std::vector<int> bases = compact_ ? std::vector<int>{from_} : std::vector<int>{0, n_ - 2};
+    for (int b : bases) {
+      if (!compact_ && !sameProgram(d, b, b + 1)) continue;
       std::set<int> dev;
-      for (int j = 0; j < n_; ++j)
-        if (j != b && j != b + 1 && !sameProgram(d, b, j)) dev.insert(j);
+      for (int j : stated_)
+        if (j != b && !sameProgram(d, b, j)) dev.insert(j);
       if (!found || dev.size() < best.size()) {
         best = dev;
         c.base = b;
         found = true;
       }
     }
-    if (!found || static_cast<int>(best.size()) * 2 >= n_) {
+    if (!found || (!compact_ && static_cast<int>(best.size()) * 2 >= n_)) {
       why = where(d) + "most micro-batches run different programs";
       return false;
     }
@@ -255,42 +327,57 @@ class MicroBatchFolder {
     return it == dev.lineage.end() ? nullptr : &it->second;
   }
 
-  bool lineageIsTranslate(size_t d, int j, std::string& why) const {
+  bool lineageIsTranslate(size_t d, int j, std::string& why) {
     const Device& dev = plan_.devices[d];
     const Copies& c = copies_[d];
-    for (const auto& [key, v0] : c.values[0]) {
+    for (const auto& [key, v0] : c.values[static_cast<size_t>(from_)]) {
       auto it = c.values[static_cast<size_t>(j)].find(key);
       const std::string name = dev.graph.values[v0].name;
       if (it == c.values[static_cast<size_t>(j)].end()) {
+        if (compact_) {  // a stated deviant without this value: kept as written, not folded
+          lineageDeviant_ = true;
+          continue;
+        }
         why = where(d) + "micro-batch " + std::to_string(j) + " has no copy of '" + name + "'";
         return false;
       }
       if (dev.graph.values[v0].type != dev.graph.values[it->second].type) {
+        if (compact_) {
+          lineageDeviant_ = true;
+          continue;
+        }
         why = where(d) + "the copies of '" + name + "' differ in type";
         return false;
       }
       const Lineage* l0 = lineageOf(dev, v0);
       const Lineage* lj = lineageOf(dev, it->second);
       bool same = !l0 == !lj;
-      if (same && l0) {
-        Lineage moved = *l0;
-        for (size_t i = 0; i < moved.box.ranges.size(); ++i) {
-          auto st = c.boxStep.find({key, i});
-          const int64_t shift = st == c.boxStep.end() ? 0 : st->second * j;
-          moved.box.ranges[i].first += shift;
-          moved.box.ranges[i].second += shift;
-        }
-        auto ps = c.partStep.find(key);
-        if (ps != c.partStep.end()) moved.part += static_cast<int>(ps->second * j);
-        same = moved == *lj;
+      if (same && l0) same = translated(c, key, *l0, j - from_) == *lj;
+      if (!same && compact_) {
+        lineageDeviant_ = true;
+        continue;
       }
       if (!same) {
         why = where(d) + "the lineage of micro-batch " + std::to_string(j) + "'s '" +
-              dev.graph.values[it->second].name + "' is not the translate of micro-batch 0's";
+              dev.graph.values[it->second].name + "' is not the translate of micro-batch " +
+              std::to_string(from_) + "'s";
         return false;
       }
     }
     return true;
+  }
+
+  // A copy's lineage moved by `delta` micro-batches along its steps.
+  static Lineage translated(const Copies& c, const std::string& key, Lineage lin, int64_t delta) {
+    for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+      auto st = c.boxStep.find({key, i});
+      const int64_t shift = st == c.boxStep.end() ? 0 : st->second * delta;
+      lin.box.ranges[i].first += shift;
+      lin.box.ranges[i].second += shift;
+    }
+    auto ps = c.partStep.find(key);
+    if (ps != c.partStep.end()) lin.part += static_cast<int>(ps->second * delta);
+    return lin;
   }
 
   // An offset that advances must tile its logical dimension in blocks of n steps (replica blocks of n
@@ -298,8 +385,9 @@ class MicroBatchFolder {
   bool checkSteps(size_t d, std::string& why) {
     const Device& dev = plan_.devices[d];
     const Copies& c = copies_[d];
+    const size_t f = static_cast<size_t>(from_);
     for (const auto& [site, step] : c.boxStep) {
-      const Lineage& lin = *lineageOf(dev, c.values[0].at(site.first));
+      const Lineage lin = translated(c, site.first, *lineageOf(dev, c.values[f].at(site.first)), -from_);
       const ValueId lv = plan_.logical.findValue(lin.tensor);
       if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
         why = "lineage of an unknown logical tensor";
@@ -317,7 +405,7 @@ class MicroBatchFolder {
       seeds_.assign(seedSet_.begin(), seedSet_.end());
     }
     for (const auto& [key, step] : c.partStep) {
-      const Lineage& lin = *lineageOf(dev, c.values[0].at(key));
+      const Lineage lin = translated(c, key, *lineageOf(dev, c.values[f].at(key)), -from_);
       if (step < 0 || lin.parts % (n_ * step) || lin.part % (n_ * step) >= step) {
         why = "a value part of '" + lin.tensor + "' is not indexed by the micro-batch";
         return false;
@@ -333,6 +421,7 @@ class MicroBatchFolder {
     const Copies& c = copies_[d];
     const auto& ob = c.ops[static_cast<size_t>(b)];
     const auto& oj = c.ops[static_cast<size_t>(j)];
+    if (ob.size() != oj.size()) return false;
     std::map<std::string, std::string> to, from;
     auto sameValue = [&](ValueId x, ValueId y) {
       const size_t ux = static_cast<size_t>(x), uy = static_cast<size_t>(y);
@@ -387,22 +476,26 @@ class MicroBatchFolder {
       };
       if (op.kind != "add" || op.inputs.size() != 2 || op.outputs.size() != 1 || !op.attrs.empty())
         return fail();
+      // Position k of the chain adds the k-th stated copy (every copy of an explicit plan) to the sum of
+      // the ones before it.
       const ValueId a = op.inputs[0], x = op.inputs[1];
       const int j = c.valueMb[static_cast<size_t>(x)];
-      if (j < 1) return fail();
+      const auto at = std::find(order_.begin(), order_.end(), j);
+      if (j == kStepWide || at == order_.begin() || at == order_.end()) return fail();
+      const int k = static_cast<int>(at - order_.begin());
       const std::string& key = c.valueKey[static_cast<size_t>(x)];
-      const bool starts =
-          j == 1 && c.valueMb[static_cast<size_t>(a)] == 0 && c.valueKey[static_cast<size_t>(a)] == key;
+      const bool starts = k == 1 && c.valueMb[static_cast<size_t>(a)] == order_[0] &&
+                          c.valueKey[static_cast<size_t>(a)] == key;
       auto prev = partial.find(a);
-      const bool continues = prev != partial.end() && prev->second == std::pair{key, j - 1};
+      const bool continues = prev != partial.end() && prev->second == std::pair{key, k - 1};
       if (!starts && !continues) return fail();
       std::vector<OpId>& chain = c.chains[key];
-      if (static_cast<int>(chain.size()) != j - 1) return fail();
+      if (static_cast<int>(chain.size()) != k - 1) return fail();
       chain.push_back(o);
-      if (j + 1 < n_) partial[op.outputs[0]] = {key, j};
+      if (k + 1 < static_cast<int>(order_.size())) partial[op.outputs[0]] = {key, k};
     }
     for (const auto& [key, chain] : c.chains)
-      if (static_cast<int>(chain.size()) != n_ - 1) {
+      if (chain.size() + 1 != order_.size()) {
         why =
             where(d) + "the sum of '" + key + "' over micro-batches stops at " + std::to_string(chain.size());
         return false;
@@ -438,7 +531,7 @@ class MicroBatchFolder {
   }
 
   // Moves a kept copy (micro-batch j at position p) to its place in a batch of m micro-batches.
-  bool place(const Copies& c, const std::string& key, int j, int64_t p, int64_t m, Lineage& lin) const {
+  void place(const Copies& c, const std::string& key, int j, int64_t p, int64_t m, Lineage& lin) const {
     for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
       auto st = c.boxStep.find({key, i});
       if (st == c.boxStep.end()) continue;
@@ -453,112 +546,172 @@ class MicroBatchFolder {
       lin.part = static_cast<int>(q0 / (n_ * t) * m * t + p * t + q0 % (n_ * t));
       lin.parts = static_cast<int>(lin.parts / n_ * m);
     }
-    return true;
   }
 
-  // The folded plan: on every device the kept copies, each moved to its position among them; every other
-  // copy dropped; each accumulation chain's last m-1 adds summing the kept copies.
-  bool build(FoldedPlan& out, const std::set<int>& kept, Graph logical, std::string& why) {
+  static std::string nameOf(const std::string& key, int j) {
+    const size_t at = key.find("#*");
+    return key.substr(0, at) + "#" + std::to_string(j) + key.substr(at + 2);
+  }
+
+  // Rewrites the devices of `p` to hold exactly the copies `kept`: copies not kept are dropped, kept ones
+  // not stated are written as translates of the template copy (each op right after its template op), and
+  // every accumulation chain sums the kept copies (its last add, which yields the total, stays). With
+  // `fold`, kept copy j moves to its position among the kept ones in a batch of |kept| micro-batches.
+  bool withCopies(Plan& p, const std::set<int>& kept, bool fold, std::string& why) const {
     const int64_t m = static_cast<int64_t>(kept.size());
     std::map<int, int64_t> pos;
     for (int k : kept)
       pos.emplace(k, static_cast<int64_t>(pos.size()));
-    Plan p = plan_;
-    p.logical = std::move(logical);
+    std::vector<int> fill;
+    for (int k : kept)
+      if (!stated_.count(k)) fill.push_back(k);
+    const std::vector<int> ks(kept.begin(), kept.end());
     for (size_t d = 0; d < p.devices.size(); ++d) {
       const Copies& c = copies_[d];
       if (c.ops.empty()) continue;
       const Device& src = plan_.devices[d];
-      Device& dev = p.devices[d];
       const Graph& g = src.graph;
+      const size_t f = static_cast<size_t>(from_);
       std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
-      std::vector<Op> ops = g.ops;
-      std::set<ValueId> dropLineage;
       for (size_t o = 0; o < g.ops.size(); ++o)
-        keepOp[o] = c.opMb[o] == kStepWide || pos.count(c.opMb[o]);
-      std::vector<int> order(kept.begin(), kept.end());
+        keepOp[o] = c.opMb[o] == kStepWide || kept.count(c.opMb[o]);
+      std::map<OpId, std::string> lastAdd;  // the add that yields a chain's total -> the chain's key
       for (const auto& [key, chain] : c.chains) {
-        const size_t first = static_cast<size_t>(n_ - m);  // chain[first] is the add at position n-m+1
-        for (size_t i = 0; i < first; ++i)
+        for (size_t i = 0; i + 1 < chain.size(); ++i)
           keepOp[static_cast<size_t>(chain[i])] = false;
-        for (size_t i = 1; i < static_cast<size_t>(m); ++i) {
-          Op& add = ops[static_cast<size_t>(chain[first + i - 1])];
-          add.inputs[0] = i == 1 ? c.values[static_cast<size_t>(order[0])].at(key)
-                                 : ops[static_cast<size_t>(chain[first + i - 2])].outputs[0];
-          add.inputs[1] = c.values[static_cast<size_t>(order[i])].at(key);
-          if (i + 1 < static_cast<size_t>(m))
-            dropLineage.insert(add.outputs[0]);  // no longer that partial sum
-        }
+        lastAdd[chain.back()] = key;
       }
       for (size_t v = 0; v < g.values.size(); ++v) {
         const OpId prod = g.values[v].producer;
-        keepValue[v] = (c.valueMb[v] == kStepWide || pos.count(c.valueMb[v])) &&
+        keepValue[v] = (c.valueMb[v] == kStepWide || kept.count(c.valueMb[v])) &&
                        (prod == kNone || keepOp[static_cast<size_t>(prod)]);
       }
-      std::vector<ValueId> newId(g.values.size(), kNone);
       Graph h;
       h.name = g.name;
+      std::vector<ValueId> newId(g.values.size(), kNone);
       for (size_t v = 0; v < g.values.size(); ++v)
         if (keepValue[v]) {
           newId[v] = static_cast<ValueId>(h.values.size());
           h.values.push_back(g.values[v]);
         }
-      auto remap = [&](ValueId v, const std::string& user) -> std::optional<ValueId> {
-        if (newId[static_cast<size_t>(v)] == kNone) {
-          why = where(d) + user + " reads '" + g.values[v].name + "' of a micro-batch not kept";
-          return std::nullopt;
-        }
-        return newId[static_cast<size_t>(v)];
+      auto addValue = [&h](std::string name, const TensorType& type) {
+        h.values.push_back(Value{std::move(name), type, kNone, 0});
+        return static_cast<ValueId>(h.values.size() - 1);
       };
-      std::vector<OpId> newOp(g.ops.size(), kNone);
-      for (size_t o = 0; o < ops.size(); ++o) {
-        if (!keepOp[o]) continue;
-        Op op = ops[o];
-        for (ValueId& v : op.inputs) {
-          auto r = remap(v, "op '" + op.id + "'");
-          if (!r) return false;
-          v = *r;
+      std::map<std::pair<int, ValueId>, ValueId> cloneId;  // (copy, template value) -> value
+      for (int j : fill)
+        for (const auto& [key, v] : c.values[f])
+          cloneId[{j, v}] = addValue(nameOf(key, j), g.values[v].type);
+      auto copyValue = [&](const std::string& key, int k) {
+        return stated_.count(k) ? newId[static_cast<size_t>(c.values[static_cast<size_t>(k)].at(key))]
+                                : cloneId.at({k, c.values[f].at(key)});
+      };
+      auto emit = [&h](Op op) {
+        const OpId id = static_cast<OpId>(h.ops.size());
+        for (size_t k = 0; k < op.outputs.size(); ++k) {
+          h.values[op.outputs[k]].producer = id;
+          h.values[op.outputs[k]].producerOutput = static_cast<int>(k);
         }
-        for (ValueId& v : op.outputs)
-          v = newId[static_cast<size_t>(v)];
-        newOp[o] = static_cast<OpId>(h.ops.size());
         h.ops.push_back(std::move(op));
+      };
+      for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+        const Op& op = g.ops[o];
+        auto last = lastAdd.find(o);
+        if (last != lastAdd.end()) {
+          ValueId acc = copyValue(last->second, ks[0]);
+          for (size_t i = 1; i + 1 < ks.size(); ++i) {
+            Op add = op;
+            add.id = op.id + ".fold." + std::to_string(i);
+            const ValueId out = addValue(g.values[op.outputs[0]].name + ".fold." + std::to_string(i),
+                                         g.values[op.outputs[0]].type);
+            add.inputs = {acc, copyValue(last->second, ks[i])};
+            add.outputs = {out};
+            emit(std::move(add));
+            acc = out;
+          }
+          Op add = op;
+          add.inputs = {acc, copyValue(last->second, ks.back())};
+          add.outputs = {newId[static_cast<size_t>(op.outputs[0])]};
+          emit(std::move(add));
+          continue;
+        }
+        if (!keepOp[static_cast<size_t>(o)]) continue;
+        Op kept = op;
+        for (ValueId& v : kept.inputs) {
+          if (newId[static_cast<size_t>(v)] == kNone) {
+            why = where(d) + "op '" + op.id + "' reads '" + g.values[v].name + "' of a micro-batch not kept";
+            return false;
+          }
+          v = newId[static_cast<size_t>(v)];
+        }
+        for (ValueId& v : kept.outputs)
+          v = newId[static_cast<size_t>(v)];
+        emit(std::move(kept));
+        if (c.opMb[static_cast<size_t>(o)] != from_) continue;
+        for (int j : fill) {  // the implied copies of this op, right after it
+          Op clone = op;
+          clone.id = nameOf(c.opKey[static_cast<size_t>(o)], j);
+          for (ValueId& v : clone.inputs)
+            v = c.valueMb[static_cast<size_t>(v)] == from_ ? cloneId.at({j, v})
+                                                           : newId[static_cast<size_t>(v)];
+          for (ValueId& v : clone.outputs)
+            v = cloneId.at({j, v});
+          auto inst = clone.attrs.find("instance");
+          if (inst != clone.attrs.end() && inst->is_string())
+            *inst = inst->get<std::string>() + "@mb=" + std::to_string(j);
+          emit(std::move(clone));
+        }
       }
-      for (Value& v : h.values)
-        if (v.producer != kNone) v.producer = newOp[static_cast<size_t>(v.producer)];
-      for (ValueId v : g.inputs)
-        if (keepValue[static_cast<size_t>(v)]) h.inputs.push_back(newId[static_cast<size_t>(v)]);
-      for (ValueId v : g.outputs) {
-        auto r = remap(v, "the graph output");
-        if (!r) return false;
-        h.outputs.push_back(*r);
+      for (ValueId v : g.inputs) {
+        if (!keepValue[static_cast<size_t>(v)]) continue;
+        h.inputs.push_back(newId[static_cast<size_t>(v)]);
+        if (c.valueMb[static_cast<size_t>(v)] == from_)
+          for (int j : fill)
+            h.inputs.push_back(cloneId.at({j, v}));
       }
+      for (ValueId v : g.outputs)
+        h.outputs.push_back(newId[static_cast<size_t>(v)]);
       h.reindex();
+
       std::map<ValueId, Lineage> lineage;
-      for (const auto& [v, lin] : src.lineage) {
-        const size_t u = static_cast<size_t>(v);
-        if (!keepValue[u] || dropLineage.count(v)) continue;
+      auto keep = [&](ValueId to, const Lineage& lin, size_t u, int j) {
         Lineage moved = lin;
-        if (c.valueMb[u] != kStepWide) place(c, c.valueKey[u], c.valueMb[u], pos.at(c.valueMb[u]), m, moved);
+        if (fold && j != kStepWide) place(c, c.valueKey[u], j, pos.at(j), m, moved);
         // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
         // value of the batch) has no place in the folded batch.
         const ValueId lv = plan_.logical.findValue(lin.tensor);
-        if (lv != kNone)
+        if (fold && lv != kNone)
           for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
             const bool scaled =
                 plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i);
-            const bool steps = c.valueMb[u] != kStepWide && c.boxStep.count({c.valueKey[u], i});
-            if (scaled && !steps) {
-              why = where(d) + "'" + g.values[v].name + "' covers the batch of '" + lin.tensor +
-                    "' without advancing with the micro-batch";
+            if (scaled && (j == kStepWide || !c.boxStep.count({c.valueKey[u], i}))) {
+              why = where(d) + "'" + g.values[static_cast<ValueId>(u)].name + "' covers the batch of '" +
+                    lin.tensor + "' without advancing with the micro-batch";
               return false;
             }
           }
-        lineage.emplace(newId[u], std::move(moved));
+        lineage.emplace(to, std::move(moved));
+        return true;
+      };
+      for (const auto& [v, lin] : src.lineage) {
+        const size_t u = static_cast<size_t>(v);
+        if (keepValue[u] && !keep(newId[u], lin, u, c.valueMb[u])) return false;
+        if (c.valueMb[u] == from_)
+          for (int j : fill)
+            if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
       }
-      dev.graph = std::move(h);
-      dev.lineage = std::move(lineage);
+      p.devices[d].graph = std::move(h);
+      p.devices[d].lineage = std::move(lineage);
     }
+    return true;
+  }
+
+  // The folded plan: on every device the kept copies at their positions, the logical batch scaled.
+  bool build(FoldedPlan& out, const std::set<int>& kept, Graph logical, std::string& why) {
+    Plan p = plan_;
+    p.microbatches.reset();
+    p.logical = std::move(logical);
+    if (!withCopies(p, kept, true, why)) return false;
     std::vector<Diagnostic> errs = validatePlan(p);
     if (!errs.empty()) {
       why = "the folded plan is invalid: " + errs.front().where + ": " + errs.front().message;
@@ -568,12 +721,13 @@ class MicroBatchFolder {
     for (const Copies& c : copies_)
       deviants += c.deviants.size();
     std::ostringstream os;
-    os << "micro-batch fold: " << n_ << " micro-batches checked as " << m << " (micro-batches";
+    os << "micro-batch fold: " << n_ << " micro-batches checked as " << kept.size() << " (micro-batches";
     for (int k : kept)
       os << " " << k;
-    os << "; " << deviants << " cop" << (deviants == 1 ? "y" : "ies")
+    os << (compact_ ? ", of which " + std::to_string(stated_.size()) + " stated" : std::string()) << "; "
+       << deviants << " cop" << (deviants == 1 ? "y" : "ies")
        << " deviating from the translate of the others, kept as written); the logical batch scaled by "
-       << n_ / m;
+       << n_ / static_cast<int64_t>(kept.size());
     out.notes.push_back(os.str());
     out.plan = std::move(p);
     out.folded = true;
@@ -581,7 +735,12 @@ class MicroBatchFolder {
   }
 
   const Plan& plan_;
-  int n_ = 0;  // micro-batches per device (0: none)
+  bool compact_;
+  int from_;                     // the template pair of a compact plan: copies from_ and from_ + 1
+  int n_ = 0;                    // micro-batches per device (0: none)
+  std::set<int> stated_;         // the micro-batches every device states (all of them in an explicit plan)
+  std::vector<int> order_;       // stated_ in order
+  bool lineageDeviant_ = false;  // a compact plan states a copy that is not the translate in its values
   std::vector<Copies> copies_;
   std::set<std::pair<ValueId, int>> seedSet_;
   std::vector<std::pair<ValueId, int>> seeds_;
@@ -591,6 +750,11 @@ class MicroBatchFolder {
 
 FoldedPlan foldMicroBatches(const Plan& plan) {
   return MicroBatchFolder(plan).run();
+}
+
+Plan expandMicroBatches(const Plan& plan) {
+  if (!plan.microbatches) return plan;
+  return MicroBatchFolder(plan).expand();
 }
 
 }  // namespace paraproof::stage

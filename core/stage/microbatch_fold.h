@@ -14,6 +14,12 @@ namespace paraproof::stage {
 
 // Kept copies keep their names ("#13" stays "#13"), so stages and counterexamples name the micro-batch of the
 // plan as given; devices and ranks are unchanged (`originalRank` is left empty).
+// A compact plan (Plan::microbatches) is folded with its stated copies kept; when it cannot be folded, the
+// result is the plan it stands for (`folded` set, every copy written out) with the reason in `notes`.
 FoldedPlan foldMicroBatches(const Plan& plan);
+
+// The plan a compact one stands for, every implied copy written out; the plan itself when it states every
+// copy. Throws std::invalid_argument when the stated copies do not define their translates.
+Plan expandMicroBatches(const Plan& plan);
 
 }  // namespace paraproof::stage

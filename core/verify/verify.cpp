@@ -308,6 +308,22 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
       }
     }
   }
+  // Compact micro-batches likewise: folded, or written out copy by copy, before validation.
+  stage::FoldedPlan mbFolded;
+  Plan expandedCopies;
+  if (checked->microbatches && rep.errors.empty()) {
+    try {
+      if (opt.fold) {
+        mbFolded = stage::foldMicroBatches(*checked);
+        if (!mbFolded.folded) rep.errors.push_back({"/microbatches", mbFolded.notes.front()});
+      } else {
+        expandedCopies = stage::expandMicroBatches(*checked);
+      }
+    } catch (const std::exception& e) {
+      rep.errors.push_back({"/microbatches", e.what()});
+    }
+    if (rep.errors.empty()) checked = mbFolded.folded ? &mbFolded.plan : &expandedCopies;
+  }
   const Plan& plan = *checked;
   try {
     if (rep.errors.empty()) rep.errors = validatePlan(plan);
@@ -339,13 +355,13 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
   if (!given.replicas && opt.fold) folded = stage::foldReplicas(plan);
   for (auto& n : folded.notes)
     rep.notes.push_back(n);
-  const Plan& replicaFolded = folded.folded ? folded.plan : plan;
+  // (`plan` is already folded where the plan was compact.)
+  const Plan& replicaFolded = !given.replicas && folded.folded ? folded.plan : plan;
   // Micro-batches are copies inside each device graph: folded after the replicas, ranks unchanged.
-  stage::FoldedPlan mbFolded;
-  if (opt.fold) mbFolded = stage::foldMicroBatches(replicaFolded);
+  if (!given.microbatches && opt.fold) mbFolded = stage::foldMicroBatches(replicaFolded);
   for (auto& n : mbFolded.notes)
     rep.notes.push_back(n);
-  const Plan& input = mbFolded.folded ? mbFolded.plan : replicaFolded;
+  const Plan& input = !given.microbatches && mbFolded.folded ? mbFolded.plan : replicaFolded;
   phase("fold");
 
   stage::ReducedPlan reduced;
