@@ -16,11 +16,6 @@ namespace {
 
 constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
 
-using Tag = CopyTag;
-Tag tagOf(const std::string& s) {
-  return copyTagOf(s);
-}
-
 // One device's copies: which micro-batch every op and value belongs to, and the copies by key.
 struct Copies {
   std::vector<int> valueMb, opMb;
@@ -111,12 +106,13 @@ class MicroBatchFolder {
       why = "a stated micro-batch copy differs from the template in its values or lineage";
       tryFold = false;
     }
+    const std::vector<std::pair<ValueId, int>> seeds(seeds_.begin(), seeds_.end());
     for (int64_t m = 2; m < n_ && tryFold; ++m) {
       if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
       std::set<int> k = kept;
       for (int c = 0; static_cast<int64_t>(k.size()) < m; ++c)
         k.insert(c);
-      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds_, n_ / m, why);
+      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds, n_ / m, why);
       if (!logical) continue;
       if (build(out, k, std::move(*logical), why)) return out;
     }
@@ -163,7 +159,7 @@ class MicroBatchFolder {
   // has the same micro-batches 0..n-1.
   bool index(std::string& why) {
     for (const Value& v : plan_.logical.values)
-      if (tagOf(v.name).mb != kStepWide) {
+      if (copyTagOf(v.name).mb != kStepWide) {
         why = "logical value '" + v.name + "' is named like a micro-batch copy";
         return false;
       }
@@ -173,13 +169,13 @@ class MicroBatchFolder {
       Copies& c = copies_[d];
       int count = 0;
       for (const Value& v : g.values) {
-        const Tag t = tagOf(v.name);
+        const CopyTag t = copyTagOf(v.name);
         c.valueMb.push_back(t.mb);
         c.valueKey.push_back(t.key);
         count = std::max(count, t.mb + 1);
       }
       for (const Op& op : g.ops) {
-        const Tag t = tagOf(op.id);
+        const CopyTag t = copyTagOf(op.id);
         c.opMb.push_back(t.mb);
         c.opKey.push_back(t.key);
         count = std::max(count, t.mb + 1);
@@ -401,8 +397,7 @@ class MicroBatchFolder {
               "micro-batch";
         return false;
       }
-      seedSet_.insert({lv, static_cast<int>(site.second)});
-      seeds_.assign(seedSet_.begin(), seedSet_.end());
+      seeds_.insert({lv, static_cast<int>(site.second)});
     }
     for (const auto& [key, step] : c.partStep) {
       const Lineage lin = translated(c, key, *lineageOf(dev, c.values[f].at(key)), -from_);
@@ -743,8 +738,7 @@ class MicroBatchFolder {
   std::vector<int> order_;       // stated_ in order
   bool lineageDeviant_ = false;  // a compact plan states a copy that is not the translate in its values
   std::vector<Copies> copies_;
-  std::set<std::pair<ValueId, int>> seedSet_;
-  std::vector<std::pair<ValueId, int>> seeds_;
+  std::set<std::pair<ValueId, int>> seeds_;  // the logical (value, dim) the copies advance along
 };
 
 }  // namespace
