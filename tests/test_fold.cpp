@@ -7,6 +7,7 @@
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "core/plan/json_io.h"
 #include "core/stage/fold.h"
 #include "core/verify/verify.h"
 
@@ -205,6 +206,23 @@ class TestFold : public QObject {
     QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
     QVERIFY(folded(r));
     QVERIFY(failingRanks(r) == std::set<int>{45});
+  }
+
+  // A constant equal to the size of a group over the replicas (here avg over 8, then times 8: the sum, a
+  // correct plan) is kept apart from the folded group: the folded check of its stage fails, and because
+  // that stage holds the constant the plan is checked again unfolded, where it holds. The wrong twin
+  // (times 2) is found either way (tests/fixtures/soundness/fold-avg-times-*.json).
+  void hardCodedReplicaCountIsCheckedUnfolded() {
+    const std::string dir = std::string(PARAPROOF_FIXTURES) + "/soundness/";
+    const Plan right = loadPlan(dir + "fold-avg-times-replica-count.json");
+    const stage::FoldedPlan fp = stage::foldReplicas(right);
+    QVERIFY(fp.folded);
+    QCOMPARE(fp.countsMet, (std::set<int64_t>{8}));
+    const verify::Report r = run(right, true);
+    QCOMPARE(verify::verdictName(r.verdict), "equivalent");
+    QVERIFY(!r.notes.empty() && r.notes.front().rfind("checked unfolded:", 0) == 0);
+    const verify::Report w = run(loadPlan(dir + "fold-avg-times-folded-count.json"), true);
+    QCOMPARE(verify::verdictName(w.verdict), "not_equivalent");
   }
 
   void foldKeepsTheRanksOfThePlanAsGiven() {

@@ -1,6 +1,6 @@
 // The micro-batch fold checks the n micro-batch copies of every device program as a few of them. Folded and
 // unfolded runs must agree on the verdict; a bug on one far micro-batch must be kept, found and named with
-// its own index; a constant that could stand for a micro-batch count must stop the fold.
+// its own index; a constant that could stand for a micro-batch count is kept apart from the folded count.
 #include <QtTest>
 #include <set>
 
@@ -207,22 +207,53 @@ class TestMicroBatchFold : public QObject {
     QVERIFY(!wrongTensors(r).empty());
   }
 
-  // A constant that could be the micro-batch count (a hard-coded 1/n) makes a folded check meaningless:
-  // the fold must not apply. Here the model's norm eps is 1/8 everywhere (still a correct plan).
-  void countLikeConstantStopsTheFold() {
-    Plan plan = generated("llama-micro", "pp=2,mb=8");
-    QVERIFY(stage::foldMicroBatches(plan).folded);
-    auto setEps = [](Graph& g) {
+  // A constant that could be the micro-batch count times a group size (here the norm eps is 1/32
+  // everywhere, a correct plan: 8 micro-batches times the pipeline's grad-norm group of 2 and its square)
+  // does not stop the fold: the folded count avoids it, and a verified folded plan is proved. A stage
+  // that fails folded and holds such a constant may be a correct hard-coded count: the plan is then
+  // checked unfolded; a stage without one fails folded for a reason the fold preserves.
+  static Plan withEps(Plan plan, double eps) {
+    auto setEps = [eps](Graph& g) {
       for (Op& op : g.ops)
-        if (op.attrs.contains("eps")) op.attrs["eps"] = 0.125;
+        if (op.attrs.contains("eps") && op.attrs["eps"] == 1e-5) op.attrs["eps"] = eps;  // not a bug's
     };
     setEps(plan.logical);
     for (Device& d : plan.devices)
       setEps(d.graph);
+    return plan;
+  }
+  static bool checkedUnfolded(const verify::Report& r) {
+    return !r.notes.empty() && r.notes.front().rfind("checked unfolded:", 0) == 0;
+  }
+  void countLikeConstantIsKeptApartFromTheFoldedCount() {
+    const Plan plan = withEps(generated("llama-micro", "pp=2,mb=8"), 1.0 / 32);
     const stage::FoldedPlan fp = stage::foldMicroBatches(plan);
-    QVERIFY(!fp.folded);
-    QVERIFY(!fp.notes.empty() && fp.notes.front().find("micro-batch count 8") != std::string::npos);
-    QCOMPARE(verify::verdictName(run(plan, true).verdict), "equivalent");
+    QVERIFY(fp.folded);
+    QCOMPARE(fp.countsMet, (std::set<int64_t>{32}));
+    QVERIFY(fp.plan.devices[0].graph.ops.size() < plan.devices[0].graph.ops.size());
+    const verify::Report r = run(plan, true);
+    QCOMPARE(verify::verdictName(r.verdict), "equivalent");
+    QVERIFY(folded(r));
+    QVERIFY(!checkedUnfolded(r));
+  }
+  void failureBesideACountLikeConstantIsCheckedUnfolded() {
+    // The wrong eps sits in a norm stage, beside the constant 1/32: checked again unfolded, still found.
+    const Plan plan =
+        withEps(generated("llama-micro", "pp=2,mb=8", "tv07-eps@layer=1,rank=1,mb=5"), 1.0 / 32);
+    const verify::Report r = run(plan, true);
+    QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
+    QVERIFY(checkedUnfolded(r));
+    QVERIFY(!folded(r));
+  }
+  void failureAwayFromTheConstantStaysFolded() {
+    // A missing all-reduce is in no stage with the constant: the folded failure stands. (Groups of 2 and 4
+    // here: 1/128 could be 8 micro-batches times 16, not 4 times any group, so 4 copies are checked.)
+    const Plan plan =
+        withEps(generated("llama-micro", "tp=2,pp=2,mb=8", "tv01-allreduce-missing@layer=1,mb=5"), 1.0 / 128);
+    const verify::Report r = run(plan, true);
+    QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
+    QVERIFY(folded(r));
+    QVERIFY(!checkedUnfolded(r));
   }
 
   // Folded kept copies read nothing of a dropped copy, and accumulation sums exactly the kept ones: the

@@ -267,16 +267,16 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   d.mb = spec.mb;
   d.zero = spec.zero;
   d.sp = spec.sp;
-  // Compact micro-batches: only copies 0 and 1 are built (with an injected bug four: 0, 1, 2 and the bug's,
-  // or 0-3 when the bug's is among them or left to the injector, which then picks 0: the template moves to 1
-  // and 2); the others are their translates (Plan::microbatches). Not under cp, whose chunks the fold does
-  // not take.
+  // Compact micro-batches: only copies 0 and 1 are built (with an injected bug also the bug's, or 0-3 when
+  // the bug's is 0 or 1 or left to the injector, which then picks 0: the template moves to 1 and 2); the
+  // others are their translates (Plan::microbatches). Every stated copy is checked, so stating no more than
+  // the template and the bug keeps the folded count small. Not under cp, whose chunks the fold does not take.
   if (options.compact && spec.mb >= 4 && spec.cp == 1) {
     d.builtMb = {0, 1};
     if (!options.inject.empty()) {
       const BugRequest req = parseInjection(options.inject);
       const int at = req.site.microBatch;
-      d.builtMb = at >= 3 && at < spec.mb ? std::set<int>{0, 1, 2, at} : std::set<int>{0, 1, 2, 3};
+      d.builtMb = at >= 2 && at < spec.mb ? std::set<int>{0, 1, at} : std::set<int>{0, 1, 2, 3};
     }
     if (static_cast<int>(d.builtMb.size()) == spec.mb) d.builtMb.clear();
   }
@@ -301,13 +301,15 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   // ZeRO shards optimizer state by the dp coordinate in op attributes (slice offsets), which a translate
   // does not move: those plans stay explicit.
   const bool compact = options.compact && replicas >= 8 && spec.zero == 0;
-  if (compact) {
+  if (compact) {  // the template pair, and the bug's replica (0-3 when it is 0 or 1 or not given)
     stated = {0, 1};
     if (!options.inject.empty()) {
       stated = {0, 1, 2, 3};
       const BugRequest req = parseInjection(options.inject);
-      if (req.site.rank >= 0 && req.site.rank < d.devices())
-        stated.insert(ShardContext::coordOf(d, req.site.rank).dp / d.ep);
+      if (req.site.rank >= 0 && req.site.rank < d.devices()) {
+        const int64_t at = ShardContext::coordOf(d, req.site.rank).dp / d.ep;
+        if (at >= 2) stated = {0, 1, at};
+      }
     }
   }
   for (int r = 0; r < d.devices(); ++r) {

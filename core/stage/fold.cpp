@@ -63,16 +63,16 @@ class Folder {
           kept.insert(k);
     }
     // A group over the replicas shrinks from n*c to m*c members: a sum over it stands for that count. A
-    // constant equal to the full count (a hard-coded 1/dp) would make a correct plan fail folded; one
-    // equal to the folded count would make a wrong plan pass (sum * 1/m against avg over n).
+    // constant equal to the folded count would make a wrong plan pass (sum * 1/m against avg over n): m
+    // avoids them. One equal to the full count (a hard-coded 1/dp) may make a correct plan fail folded:
+    // noted, for the verifier to check a failure unfolded.
     std::vector<const Graph*> graphs{&plan_.logical};
     for (const Device& d : plan_.devices)
       graphs.push_back(&d.graph);
     const std::set<int64_t> constants = countLikeConstants(graphs, false);
+    std::set<int64_t> met;
     for (int64_t g : lineGroupSizes_)
-      if (constants.count(g))
-        return skipped(out, "a constant of the plan equals " + std::to_string(g) +
-                                ", the size of a group over the replicas");
+      if (constants.count(g)) met.insert(g);
     auto collides = [&](int64_t m) {
       for (int64_t g : lineGroupSizes_)
         if (constants.count(g / n_ * m)) return true;
@@ -85,7 +85,14 @@ class Folder {
         k.insert(c);
       std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds(), n_ / m, why);
       if (!logical) continue;
-      if (build(out, k, std::move(*logical), why)) return out;
+      if (build(out, k, std::move(*logical), why)) {
+        out.countsMet = met;
+        if (!met.empty())
+          out.notes.push_back("a constant of the plan equals " + std::to_string(*met.begin()) +
+                              ", the size of a group over the replicas: a failing stage that holds it "
+                              "is checked unfolded");
+        return out;
+      }
     }
     return skipped(out, why.empty() ? "no replica count divides " + std::to_string(n_) : why);
   }

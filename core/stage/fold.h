@@ -6,6 +6,8 @@
 // scales any axis. The soundness argument and its conditions are in docs/soundness.md, "Replica fold".
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,11 @@ struct FoldedPlan {
   Plan plan;                       // the folded plan (empty when not folded: check the input as it is)
   std::vector<int> originalRank;   // by device index of `plan`: the rank it stands for in the input
   std::vector<std::string> notes;  // what was folded, or why not
+  // Full-size counts (a group size over the replicas, micro-batches times a group) that a constant of the
+  // plan could stand for. Folded, such a plan is still proved when it verifies (the folded count is kept
+  // apart from every constant), but a stage that fails folded and holds such a constant may be a correct
+  // hard-coded count (1/dp): the verifier then checks the plan unfolded (docs/soundness.md).
+  std::set<int64_t> countsMet;
 };
 
 // `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp"). A compact plan (Plan::replicas)

@@ -65,10 +65,11 @@ class MicroBatchFolder {
       }
     }
     // n copies summed stand for the count n, and n times the size of a group that then sums them (a loss
-    // summed over the micro-batches, then over the data-parallel group). A constant that could be such a
-    // count (a hard-coded 1/(n*dp)) would make a correct plan fail folded; one that could be m times a group
-    // size would make a wrong plan pass (1/(m*dp) where 1/(n*dp) is due). Only linear relations scale a
-    // sum, so squares and roots (an attention scale 1/sqrt(128)) are not counts here.
+    // summed over the micro-batches, then over the data-parallel group). A constant that could be m times a
+    // group size would make a wrong plan pass (1/(m*dp) where 1/(n*dp) is due): m avoids them. One that
+    // could be such a full count (a hard-coded 1/(n*dp)) may make a correct plan fail folded: noted, for the
+    // verifier to check a failure unfolded. Only linear relations scale a sum, so squares and roots (an
+    // attention scale 1/sqrt(128)) are not counts here.
     std::vector<const Graph*> graphs{&plan_.logical};
     for (const Device& d : plan_.devices)
       graphs.push_back(&d.graph);
@@ -93,13 +94,11 @@ class MicroBatchFolder {
         if (constants.count(count * g)) return true;
       return false;
     };
+    std::set<int64_t> met;
+    for (int64_t g : groups)
+      if (constants.count(n_ * g)) met.insert(n_ * g);
     bool tryFold = n_ >= 4;
     if (!tryFold) why = "fewer than 4 micro-batches";
-    if (collides(n_)) {
-      why = "a constant of the plan could stand for the micro-batch count " + std::to_string(n_) +
-            " (times a group size)";
-      tryFold = false;
-    }
     // A stated copy whose values or lineage differ from the template's translate cannot be moved to a
     // position of the folded batch: such a compact plan is written out.
     if (lineageDeviant_) {
@@ -114,7 +113,14 @@ class MicroBatchFolder {
         k.insert(c);
       std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds, n_ / m, why);
       if (!logical) continue;
-      if (build(out, k, std::move(*logical), why)) return out;
+      if (build(out, k, std::move(*logical), why)) {
+        out.countsMet = met;
+        if (!met.empty())
+          out.notes.push_back("a constant of the plan could stand for " + std::to_string(*met.begin()) +
+                              ", the micro-batch count " + std::to_string(n_) +
+                              " (times a group size): a failing stage that holds it is checked unfolded");
+        return out;
+      }
     }
     if (compact_) {  // not folded: the plan it stands for, copy by copy
       Plan p = plan_;

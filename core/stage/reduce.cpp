@@ -49,20 +49,28 @@ void numbersIn(const Json& j, std::vector<double>& out) {
 
 std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes,
                                      bool powers) {
+  std::vector<const Op*> ops;
+  for (const Graph* g : graphs)
+    for (const Op& op : g->ops)
+      ops.push_back(&op);
+  return countLikeConstants(ops, avgGroupSizes, powers);
+}
+
+std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avgGroupSizes, bool powers) {
   std::set<int64_t> constants;
   {
     std::vector<double> cs;
-    for (const Graph* g : graphs)
-      for (const Op& op : g->ops) {
-        if (!op.attrs.is_object()) continue;
-        for (const auto& [key, v] : op.attrs.items())
-          if (!structural(key)) numbersIn(v, cs);
-        auto red = op.attrs.find("reduce");
-        auto grp = op.attrs.find("group");
-        if (avgGroupSizes && red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() &&
-            grp->is_array())
-          cs.push_back(static_cast<double>(grp->size()));
-      }
+    for (const Op* o : ops) {
+      const Op& op = *o;
+      if (!op.attrs.is_object()) continue;
+      for (const auto& [key, v] : op.attrs.items())
+        if (!structural(key)) numbersIn(v, cs);
+      auto red = op.attrs.find("reduce");
+      auto grp = op.attrs.find("group");
+      if (avgGroupSizes && red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() &&
+          grp->is_array())
+        cs.push_back(static_cast<double>(grp->size()));
+    }
     auto add = [&constants](double x) {
       if (!std::isfinite(x) || x < 1.5 || x > 1e12) return;
       double r = std::round(x);

@@ -28,6 +28,9 @@ ReducedPlan reducePlan(const Plan& plan);
 // (c, 1/c, c*d, c/d): what can scale a sum of copies.
 std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes,
                                      bool powers = true);
+// The same over some ops (a stage's).
+std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avgGroupSizes,
+                                     bool powers = true);
 
 // The logical graph with the classes of `axes` (logical value, dim) scaled down by `factor` and every other
 // class kept, under shape reduction's conditions; the counts are kept apart from the constants of the whole

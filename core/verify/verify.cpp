@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -277,10 +278,30 @@ Verdict overall(const std::vector<StageResult>& results, bool stopped) {
   return inconclusive ? Verdict::Inconclusive : Verdict::Equivalent;
 }
 
-}  // namespace
+// A stage that failed on a plan folded although a constant could stand for a full-size count (FoldedPlan::
+// countsMet) may be a correct hard-coded count checked at the folded one; a stage without such a constant
+// failed for another reason, which the fold preserves (docs/soundness.md, "Replica fold", condition 4).
+std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vector<stage::Stage>& stages,
+                                               const Report& rep, const std::set<int64_t>& countsMet) {
+  if (countsMet.empty()) return std::nullopt;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (rep.results[i].status != solver::Status::Failed) continue;
+    std::vector<const Op*> ops;
+    for (OpId o : stages[i].logicalOps)
+      ops.push_back(&work.logical.ops[static_cast<size_t>(o)]);
+    for (const stage::DeviceOp& d : stages[i].deviceOps)
+      ops.push_back(&work.devices[static_cast<size_t>(d.device)].graph.ops[static_cast<size_t>(d.op)]);
+    for (int64_t c : stage::countLikeConstants(ops, true))
+      if (countsMet.count(c))
+        return "stage " + std::to_string(i) + " failed folded and holds a constant that could stand for the count " +
+               std::to_string(c) + " of the plan as given";
+  }
+  return std::nullopt;
+}
 
-Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
-                  const std::atomic<bool>* cancel) {
+// One verification; `unfoldWhy` (when given) receives the reason to check the plan again unfolded.
+Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
+                  std::optional<std::string>* unfoldWhy) {
   const auto start = Clock::now();
   Report rep;
   rep.plan = given.name;
@@ -615,10 +636,35 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
     rep.errors = std::move(invalid);
     rep.verdict = Verdict::Invalid;
   }
+  if (unfoldWhy && rep.verdict == Verdict::NotEquivalent) {
+    std::set<int64_t> met = folded.countsMet;
+    met.insert(mbFolded.countsMet.begin(), mbFolded.countsMet.end());
+    *unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
+  }
   if (folded.folded) unfoldRanks(folded.originalRank, rep);
   phase("report");
   rep.seconds = since(start);
   return rep;
+}
+
+}  // namespace
+
+Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
+                  const std::atomic<bool>* cancel) {
+  const auto start = Clock::now();
+  std::optional<std::string> unfoldWhy;
+  Report rep = verifyOnce(given, opt, observer, cancel, opt.fold ? &unfoldWhy : nullptr);
+  if (!unfoldWhy || (cancel && cancel->load())) return rep;
+  Options unfolded = opt;
+  unfolded.fold = false;
+  if (opt.deadlineSeconds > 0) unfolded.deadlineSeconds = std::max(0.001, opt.deadlineSeconds - since(start));
+  Report again = verifyOnce(given, unfolded, observer, cancel, nullptr);
+  again.notes.insert(again.notes.begin(), "checked unfolded: " + *unfoldWhy);
+  for (auto& phase : rep.phases)
+    phase.first = "folded " + phase.first;
+  again.phases.insert(again.phases.begin(), rep.phases.begin(), rep.phases.end());
+  again.seconds = since(start);
+  return again;
 }
 
 }  // namespace paraproof::verify

@@ -1,6 +1,7 @@
-// libFuzzer target over everything a plan file reaches before the engines: JSON text -> load -> validate
-// -> write back -> reduce shapes -> cut stages -> lower every stage (reduced, and at full size under a
-// small budget) -> canonical hash. A documented rejection (PlanError, a validation diagnostic, an
+// libFuzzer target over everything a plan file reaches before the engines: JSON text -> load -> write out
+// or fold the compact dimensions -> validate -> write back -> fold replicas and micro-batches -> reduce
+// shapes -> cut stages -> lower every stage (reduced, and at full size under a small budget) -> canonical
+// hash. A documented rejection (PlanError, a validation diagnostic, an
 // unsupported or too large stage) is a fine outcome; anything else (another exception, a crash, a
 // sanitizer report, a leak, a hang, running out of memory) is a finding. See docs/hardening.md.
 #include <chrono>
@@ -14,7 +15,9 @@
 #include "core/plan/json_text.h"
 #include "core/plan/validate.h"
 #include "core/stage/canonical.h"
+#include "core/stage/fold.h"
 #include "core/stage/lower.h"
+#include "core/stage/microbatch_fold.h"
 #include "core/stage/reduce.h"
 #include "core/stage/stage.h"
 
@@ -58,22 +61,21 @@ void lowerAll(const Plan& plan) {
   }
 }
 
-void run(const std::string& text) {
-  Plan plan;
+// Shape reduction, then every stage lowered reduced and (the --no-reduce path) at full size.
+void reduceAndLower(const Plan& plan) {
+  stage::ReducedPlan reduced;
   try {
-    plan = planFromJson(planjson::parseJsonText(text, "fuzz.json"), "fuzz.json");
-  } catch (const PlanError&) {
-    return;
-  }
-  std::vector<Diagnostic> diags;
-  try {
-    diags = validatePlan(plan, "fuzz.json");
+    reduced = stage::reducePlan(plan);
   } catch (const std::exception& e) {
-    finding("validatePlan", e);
+    finding("reducePlan", e);
   }
-  if (!diags.empty()) return;
+  lowerAll(reduced.plan);
+  if (reduced.reduced) lowerAll(plan);
+}
+
+// What was loaded writes back and reloads to the same plan.
+void roundTrip(const Plan& plan) {
   try {
-    // What was loaded writes back and reloads to the same plan.
     const Json written = planToJson(plan);
     Json again = planToJson(planFromJson(written));
     if (again != written) {
@@ -84,14 +86,75 @@ void run(const std::string& text) {
   } catch (const std::exception& e) {
     finding("planToJson round trip", e);
   }
-  stage::ReducedPlan reduced;
+}
+
+// A compact plan as verify takes it: each compact dimension folded where it folds, else written out (a
+// plan whose stated parts do not define their translates is rejected with std::invalid_argument). Any
+// outcome that validates is reduced and lowered.
+void checkCompact(const Plan& compact) {
+  Plan plan;
   try {
-    reduced = stage::reducePlan(plan);
+    stage::FoldedPlan replicas;
+    if (compact.replicas) replicas = stage::foldReplicas(compact);
+    plan = replicas.folded ? std::move(replicas.plan)
+           : compact.replicas ? stage::expandReplicas(compact)
+                              : compact;
+    if (plan.microbatches) {
+      stage::FoldedPlan copies = stage::foldMicroBatches(plan);
+      plan = copies.folded ? std::move(copies.plan) : stage::expandMicroBatches(plan);
+    }
+  } catch (const std::invalid_argument&) {
+    return;
   } catch (const std::exception& e) {
-    finding("reducePlan", e);
+    finding("compact fold or write-out", e);
   }
-  lowerAll(reduced.plan);
-  if (reduced.reduced) lowerAll(plan);  // the --no-reduce path
+  try {
+    if (!validatePlan(plan, "fuzz.json").empty()) return;
+  } catch (const std::exception& e) {
+    finding("validatePlan (compact)", e);
+  }
+  reduceAndLower(plan);
+}
+
+// The folds of a valid plan: a fold either declines (notes say why) or yields a plan that validates.
+void checkFolds(const Plan& plan) {
+  stage::FoldedPlan replicas, copies;
+  try {
+    replicas = stage::foldReplicas(plan);
+    copies = stage::foldMicroBatches(replicas.folded ? replicas.plan : plan);
+  } catch (const std::exception& e) {
+    finding("foldReplicas/foldMicroBatches", e);
+  }
+  if (!copies.folded && !replicas.folded) return;
+  const Plan& folded = copies.folded ? copies.plan : replicas.plan;
+  if (!validatePlan(folded, "folded").empty()) {
+    std::fprintf(stderr, "fuzz_plan: a folded plan does not validate\n");
+    std::abort();
+  }
+  reduceAndLower(folded);
+}
+
+void run(const std::string& text) {
+  Plan plan;
+  try {
+    plan = planFromJson(planjson::parseJsonText(text, "fuzz.json"), "fuzz.json");
+  } catch (const PlanError&) {
+    return;
+  }
+  if (plan.replicas || plan.microbatches) {
+    roundTrip(plan);
+    return checkCompact(plan);
+  }
+  std::vector<Diagnostic> diags;
+  try {
+    diags = validatePlan(plan, "fuzz.json");
+  } catch (const std::exception& e) {
+    finding("validatePlan", e);
+  }
+  if (!diags.empty()) return;
+  roundTrip(plan);
+  checkFolds(plan);
+  reduceAndLower(plan);
 }
 
 }  // namespace
