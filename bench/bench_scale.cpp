@@ -1,7 +1,8 @@
 // The TrainVerify benchmark plans (docs/models.md) end to end: generate in memory (compact form) and verify,
 // each row in a child process so that its peak RSS is its own; medians of --runs runs.
 //   bench_scale [--runs N] [--jobs N] [--timeout S] [ROW...]
-// Rows: L1 L2 L3 D1 D2 D3 D3ep, and the flatness pairs dp8/dp512 (llama3-8b) and mb2/mb16.
+// Rows: L1 L2 L3 D1 D2 D3 D3ep, the far-rank injections L3far and D3far (expected not equivalent, localised:
+// the row prints the failing stage's ranks and scopes), and the flatness pairs dp8/dp512 and mb2/mb16.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,20 +26,23 @@ namespace {
 struct Row {
   std::string id, model, parallel;
   double trainVerify = 0;  // seconds, TrainVerify (SOSP'25) on >= 32 cores; 0: not reported
+  std::string inject;      // a catalog bug at a site (GenerateOptions::inject); empty: the correct plan
 };
 
 const std::vector<Row> kRows = {
-    {"L1", "llama3-8b", "dp=512", 684.7},
-    {"L2", "llama3-70b", "dp=16,tp=8,pp=4,mb=32", 8531.7},
-    {"L3", "llama3-405b", "dp=64,tp=8,pp=16,mb=16", 28786},
-    {"D1", "dsv3-16b", "dp=16,tp=4,pp=2,mb=16", 1350.8},
-    {"D2", "dsv3-236b", "dp=16,tp=8,pp=4,mb=16", 8484},
-    {"D3", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 32371},
-    {"D3ep", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16,ep=8", 0},
-    {"dp8", "llama3-8b", "dp=8", 0},
-    {"dp512", "llama3-8b", "dp=512", 0},
-    {"mb2", "llama3-8b", "dp=8,pp=2,mb=2", 0},
-    {"mb16", "llama3-8b", "dp=8,pp=2,mb=16", 0},
+    {"L1", "llama3-8b", "dp=512", 684.7, ""},
+    {"L2", "llama3-70b", "dp=16,tp=8,pp=4,mb=32", 8531.7, ""},
+    {"L3", "llama3-405b", "dp=64,tp=8,pp=16,mb=16", 28786, ""},
+    {"D1", "dsv3-16b", "dp=16,tp=4,pp=2,mb=16", 1350.8, ""},
+    {"D2", "dsv3-236b", "dp=16,tp=8,pp=4,mb=16", 8484, ""},
+    {"D3", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 32371, ""},
+    {"D3ep", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16,ep=8", 0, ""},
+    {"L3far", "llama3-405b", "dp=64,tp=8,pp=16,mb=16", 0, "tv07-eps@layer=100,rank=5000,mb=13"},
+    {"D3far", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 0, "tv07-eps@layer=50,rank=1500,mb=11"},
+    {"dp8", "llama3-8b", "dp=8", 0, ""},
+    {"dp512", "llama3-8b", "dp=512", 0, ""},
+    {"mb2", "llama3-8b", "dp=8,pp=2,mb=2", 0, ""},
+    {"mb16", "llama3-8b", "dp=8,pp=2,mb=16", 0, ""},
 };
 
 struct Result {
@@ -50,6 +54,7 @@ struct Result {
   int nPhases = 0;
   long devices = 0, stated = 0, opsStored = 0, stages = 0, distinct = 0;
   char verdict[24] = {};
+  char where[200] = {};  // the first failing stage: its ranks and scopes
 };
 
 double since(std::chrono::steady_clock::time_point t0) {
@@ -62,6 +67,7 @@ Result runOnce(const Row& row, int jobs) {
   try {
     parallel::GenerateOptions o;
     o.compact = true;
+    o.inject = row.inject;
     const Plan plan =
         parallel::generatePlan(*models::findModel(row.model), parallel::parseParallel(row.parallel), o);
     const double gen = since(t0);
@@ -86,6 +92,16 @@ Result runOnce(const Row& row, int jobs) {
     r.stages = static_cast<long>(rep.stages.size());
     r.distinct = static_cast<long>(rep.distinctStages);
     std::snprintf(r.verdict, sizeof r.verdict, "%s", verify::verdictName(rep.verdict));
+    for (size_t i = 0; i < rep.results.size(); ++i) {
+      if (rep.results[i].status != solver::Status::Failed) continue;
+      std::string where = "stage " + std::to_string(i) + " ranks";
+      for (size_t k = 0; k < rep.stages[i].devices.size() && k < 4; ++k)
+        where += " " + std::to_string(rep.stages[i].devices[k]);
+      for (size_t k = 0; k < rep.stages[i].scopes.size() && k < 2; ++k)
+        where += (k ? "," : " scopes ") + rep.stages[i].scopes[k];
+      std::snprintf(r.where, sizeof r.where, "%s", where.c_str());
+      break;
+    }
     r.ok = true;
   } catch (const std::exception& e) {
     std::snprintf(r.error, sizeof r.error, "%s", e.what());
@@ -180,9 +196,10 @@ int main(int argc, char** argv) {
     }
     char ratio[16] = "-";
     if (row.trainVerify > 0) std::snprintf(ratio, sizeof ratio, "%.0fx", row.trainVerify / t);
-    std::printf("%-6s %-12s %-28s %7ld %7ld %9ld %7ld %6ld %8.2f %8ld %7.0f %8s  %s[%s]\n", row.id.c_str(),
-                row.model.c_str(), row.parallel.c_str(), last.devices, last.stated, last.opsStored,
-                last.stages, last.distinct, t, rss, row.trainVerify, ratio, ph.c_str(), last.verdict);
+    std::printf("%-6s %-12s %-28s %7ld %7ld %9ld %7ld %6ld %8.2f %8ld %7.0f %8s  %s[%s%s%s]\n",
+                row.id.c_str(), row.model.c_str(), row.parallel.c_str(), last.devices, last.stated,
+                last.opsStored, last.stages, last.distinct, t, rss, row.trainVerify, ratio, ph.c_str(),
+                last.verdict, last.where[0] ? ": " : "", last.where);
     std::fflush(stdout);
   }
   return 0;

@@ -8,6 +8,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/mpi_share.h"
 #include "core/plan/json_io.h"
 #include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
@@ -40,6 +41,8 @@ const char* kHelp =
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
     "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
+    "  --mpi                 run under mpirun: the processes share the stages, rank 0 writes the report\n"
+    "                        (the same report as one process), e.g. mpirun -n 4 paraproof verify P --mpi\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
@@ -84,7 +87,7 @@ int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "mpi"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -112,6 +115,12 @@ int runVerify(const std::vector<std::string>& argv) {
   opt.reduceShapes = !args.has("no-reduce");
   opt.fold = !args.has("no-fold");
   opt.dedupStages = !args.has("no-dedup");
+  std::unique_ptr<verify::StageShare> share;
+  if (args.has("mpi")) share = joinMpi();
+  opt.share = share.get();
+  const bool writer = !share || share->index() == 0;  // the process that prints and writes the report
+  if (share && writer)
+    std::cerr << "paraproof: --mpi: " << share->count() << " processes share the distinct stages\n";
 
   const std::string path = generated ? "<generated>" : args.positional()[0];
   Plan plan;
@@ -129,7 +138,7 @@ int runVerify(const std::vector<std::string>& argv) {
   if (loaded) {
     if (plan.name.empty()) plan.name = path;
     std::signal(SIGINT, onInterrupt);
-    Progress progress(isatty(STDERR_FILENO));
+    Progress progress(writer && isatty(STDERR_FILENO));
     const double loadSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
     report = verify::verifyPlan(plan, opt, &progress, &gCancel);
@@ -141,6 +150,7 @@ int runVerify(const std::vector<std::string>& argv) {
     report.verdict = verify::Verdict::Invalid;
     report.plan = path;
   }
+  if (!writer) return verify::exitCode(report.verdict);
   if (report.verdict == verify::Verdict::Invalid) {
     // Every error names its file (FILE:/json/pointer), is printed once, on stderr; stdout has the verdict.
     for (Diagnostic& d : report.errors)

@@ -22,6 +22,7 @@
 #include "core/stage/reduce.h"
 #include "core/stage/signature.h"
 #include "core/stage/stage.h"
+#include "core/verify/stage_share.h"
 
 namespace paraproof::verify {
 
@@ -201,6 +202,22 @@ void canonicalOwners(Report& rep) {
   }
 }
 
+// Stages with equal canonical forms checked by different processes: one process would have checked the
+// first and let the others reuse its result, so the shared report says the same.
+void shareIdenticalAcrossProcesses(Report& rep) {
+  std::map<std::string, int> checked;  // hash -> the first stage checked with it
+  for (size_t i = 0; i < rep.stages.size(); ++i) {
+    if (rep.stages[i].hash.empty() || rep.results[i].reusedFrom != kNone) continue;
+    auto [it, fresh] = checked.emplace(rep.stages[i].hash, static_cast<int>(i));
+    if (fresh) continue;
+    StageResult copy = rep.results[it->second];
+    copy.stage = static_cast<int>(i);
+    copy.reusedFrom = it->second;
+    copy.seconds = 0;
+    rep.results[i] = std::move(copy);
+  }
+}
+
 // Each violation of the state contract is reported as a failed check of its own. Returns true when the
 // contract is violated.
 bool addStateContract(const Plan& plan, Report& rep) {
@@ -293,8 +310,9 @@ std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vect
       ops.push_back(&work.devices[static_cast<size_t>(d.device)].graph.ops[static_cast<size_t>(d.op)]);
     for (int64_t c : stage::countLikeConstants(ops, true))
       if (countsMet.count(c))
-        return "stage " + std::to_string(i) + " failed folded and holds a constant that could stand for the count " +
-               std::to_string(c) + " of the plan as given";
+        return "stage " + std::to_string(i) +
+               " failed folded and holds a constant that could stand for the count " + std::to_string(c) +
+               " of the plan as given";
   }
   return std::nullopt;
 }
@@ -434,6 +452,14 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       toCheck.push_back(static_cast<int>(i));
   }
   rep.distinctStages = toCheck.size();
+  if (opt.share) {  // dealt round-robin in stage order: every process computes the same deal
+    std::vector<int> mine;
+    for (size_t k = 0; k < toCheck.size(); ++k)
+      if (static_cast<int>(k % static_cast<size_t>(opt.share->count())) == opt.share->index() ||
+          toCheck[k] == opt.holdStage)
+        mine.push_back(toCheck[k]);
+    toCheck = std::move(mine);
+  }
   phase("dedup");
   if (observer) observer->onStagesPlanned(rep.stages);
 
@@ -609,6 +635,30 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     list = &relowered;
     next = 0;
     runWorkers();
+  }
+  if (opt.share) {
+    SharedFindings found;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (done[i]) {
+        found.results.push_back(rep.results[i]);
+        found.hashes.push_back(rep.stages[i].hash);
+      }
+    found.invalid = invalid;
+    const std::vector<std::string> all = opt.share->allGather(encodeFindings(found));
+    for (size_t p = 0; p < all.size(); ++p) {
+      if (static_cast<int>(p) == opt.share->index()) continue;
+      SharedFindings theirs = decodeFindings(all[p]);
+      for (size_t k = 0; k < theirs.results.size(); ++k) {
+        const int i = theirs.results[k].stage;
+        if (i < 0 || static_cast<size_t>(i) >= stages.size() || done[i]) continue;
+        rep.stages[i].hash = theirs.hashes[k];
+        rep.results[i] = std::move(theirs.results[k]);
+        done[i] = true;
+        if (observer) observer->onStageFinished(rep.results[i]);
+      }
+      invalid.insert(invalid.end(), theirs.invalid.begin(), theirs.invalid.end());
+    }
+    if (opt.dedupStages) shareIdenticalAcrossProcesses(rep);
   }
   phase("check");
   {

@@ -16,6 +16,8 @@ enum class EngineChoice {
   Both
 };  // Both: random field first (fast counterexample), then Z3 proof
 
+class StageShare;  // stage_share.h
+
 struct Options {
   int jobs = 1;
   double timeoutSeconds = 60;  // per stage
@@ -33,6 +35,9 @@ struct Options {
   // A stage past these bounds is inconclusive ("stage too large") instead of exhausting memory.
   int64_t maxStageElements = limits::kMaxStageElements;
   int64_t maxStageExprNodes = limits::kMaxStageExprNodes;
+  // Many processes (--mpi): this one checks its share of the distinct stages and exchanges the results
+  // with the others; every process returns the whole report. Null: one process checks everything.
+  StageShare* share = nullptr;
 };
 
 // Callbacks arrive on worker threads; implementations must be thread-safe and quick.
