@@ -1,0 +1,41 @@
+"""python3 -m paraproof_torch SCRIPT.py -o PLAN.json: exit 0 written, 2 an error naming SCRIPT.py:LINE."""
+import argparse
+import sys
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="paraproof import-torch",
+                                 description="Trace SCRIPT.py's logical and parallel steps into a ParaProof plan.")
+    ap.add_argument("script", metavar="SCRIPT.py")
+    ap.add_argument("-o", "--output", metavar="PLAN.json", required=True)
+    ns = ap.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # pragma: no cover - depends on the machine
+        print(f"error: PyTorch is not importable by {sys.executable} ({e}); install python3-torch",
+              file=sys.stderr)
+        return 2
+    from . import ImportTorchError
+    from .importer import import_script
+    try:
+        plan = import_script(ns.script)
+    except ImportTorchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Exception:  # a bug of the importer, not of SCRIPT.py: say so, with the traceback
+        import traceback
+        traceback.print_exc()
+        print(f"error: {ns.script}: internal error of paraproof_torch (please report it with SCRIPT.py)",
+              file=sys.stderr)
+        return 2
+    from .importer import write_plan
+    try:
+        write_plan(plan, ns.output)
+    except OSError as e:
+        print(f"error: cannot write {ns.output}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
