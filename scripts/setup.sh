@@ -7,6 +7,7 @@ PACKAGES=(
   libz3-dev libgraphviz-dev nlohmann-json3-dev
   xvfb xauth
   clang libclang-rt-14-dev libfuzzer-14-dev
+  python3-torch
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <csignal>
 #include <iostream>
 #include <mutex>
@@ -8,6 +9,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/torch_import.h"
 #include "core/plan/json_io.h"
 #include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
@@ -18,6 +20,7 @@ namespace {
 
 const char* kHelp =
     "usage: paraproof verify PLAN.json [options]\n"
+    "       paraproof verify SCRIPT.py [options]   (a PyTorch script: imported as by import-torch)\n"
     "       paraproof verify --model NAME --parallel dp=..,tp=..,pp=..,mb=.. [--layers L] [--seq S] [--batch "
     "B]\n"
     "                        [--inject BUG[@layer=..,rank=..,mb=..]] [options]\n"
@@ -78,6 +81,15 @@ class Progress : public verify::Observer {
   size_t total_ = 0, done_ = 0, failed_ = 0;
 };
 
+// A fresh file in the temporary directory for an imported plan (mkstemp: no other process owns the name).
+std::string temporaryPlanPath() {
+  std::string templ = (std::filesystem::temp_directory_path() / "paraproof-import-XXXXXX.json").string();
+  const int fd = mkstemps(templ.data(), 5);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the imported plan");
+  close(fd);
+  return templ;
+}
+
 }  // namespace
 
 int runVerify(const std::vector<std::string>& argv) {
@@ -118,8 +130,32 @@ int runVerify(const std::vector<std::string>& argv) {
   const auto loadStart = std::chrono::steady_clock::now();
   verify::Report report;
   bool loaded = false;
+  const bool script = !generated && path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
   try {
-    plan = generated ? generateFromArgs(args) : loadPlan(path);
+    if (script) {
+      // Import into a private temporary plan, then verify it as any plan (the report names the script).
+      const std::string tmp = temporaryPlanPath();
+      const TorchImport imported = importTorch(path, tmp);
+      if (imported.exitCode != 0) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        // A traceback (an importer bug) goes to stderr as it came; the errors go to the report.
+        if (imported.stderrText.find("Traceback") != std::string::npos) std::cerr << imported.stderrText;
+        throw PlanError(imported.errors);
+      }
+      try {
+        plan = loadPlan(tmp);
+      } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        throw;
+      }
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      plan.name = path;
+    } else {
+      plan = generated ? generateFromArgs(args) : loadPlan(path);
+    }
     loaded = true;
   } catch (const PlanError& e) {
     report.errors = e.diagnostics();

@@ -1,7 +1,8 @@
 """A dp=2 x tp=2 training step: the Megatron-style tensor-parallel MLP of mlp_tp2.py inside each data-parallel
 replica, each replica on half of the batch, gradients and loss averaged over the data-parallel group, then an
 SGD update. Groups are created at module level for every rank, as Megatron's initialize_model_parallel does.
-BUG: the gradients are summed instead of averaged (twice the logical ones). Expected verdict: not equivalent."""
+BUG: the gradients are summed instead of averaged (twice the logical ones).
+Expected verdict: not equivalent."""
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F

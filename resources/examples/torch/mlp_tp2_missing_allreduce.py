@@ -1,6 +1,6 @@
 """mlp_tp2.py with the classic Megatron bug: the copy-to-region backward forgets its all-reduce, so each
-rank's input gradient holds only its own half of the features' contribution. Expected verdict: not
-equivalent (x.grad differs)."""
+rank's input gradient holds only its own half of the features' contribution (x.grad differs).
+Expected verdict: not equivalent."""
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F

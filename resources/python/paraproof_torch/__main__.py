@@ -3,6 +3,14 @@ import argparse
 import sys
 
 
+def _as_given(message, script):
+    """Names SCRIPT.py (and the modules beside it) as the user typed it, not as an absolute path."""
+    import os
+    absdir = os.path.dirname(os.path.abspath(script)) + os.sep
+    given = os.path.dirname(script)
+    return message.replace(absdir, given + os.sep if given else "")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="paraproof import-torch",
                                  description="Trace SCRIPT.py's logical and parallel steps into a ParaProof plan.")
@@ -20,7 +28,7 @@ def main(argv=None):
     try:
         plan = import_script(ns.script)
     except ImportTorchError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_as_given(str(e), ns.script)}", file=sys.stderr)
         return 2
     except Exception:  # a bug of the importer, not of SCRIPT.py: say so, with the traceback
         import traceback

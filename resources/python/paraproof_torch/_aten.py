@@ -32,7 +32,7 @@ def node_line(node, script):
                 rest = ln[ln.index("\", line ") + len("\", line "):]
                 num = rest.split(",")[0]
                 func = rest.split(" in ", 1)[1] if " in " in rest else ""
-                return f"{script}:{num}", func
+                return f"{os.path.abspath(fname)}:{num}", func
     return script, ""
 
 
@@ -79,8 +79,8 @@ class Converter:
             op["attrs"] = attrs
         if node is not None:
             loc, func = node_line(node, self.script)
-            op["scope"] = loc.rsplit("/", 1)[-1] + (f" {func}" if func else "")
-            op["_where"] = loc
+            if loc != self.script:  # a line was found: the scope names it ("mlp_tp2.py:40 parallel")
+                op["scope"] = os.path.basename(loc) + (f" {func}" if func else "")
         self.ops.append(op)
         return outs[0] if n_out == 1 and out_names is None else outs
 
@@ -141,13 +141,15 @@ class Converter:
         if n.op != "call_function":
             raise _Unsupported(f"fx node {n.op} {n.target}")
         args = [self.value(a) for a in n.args]
+        if n.target is operator.getitem:  # one output of a multi-output op (poison only if that one is)
+            return args[0] if isinstance(args[0], Poison) else args[0][args[1]]
         kwargs = {k: self.value(v) for k, v in n.kwargs.items()}
+        if isinstance(n.target, torch._ops.OpOverload) and "native_layer_norm_backward" in str(n.target):
+            args[3] = args[4] = None  # the forward's mean/rstd: the registry's backward recomputes them
         for a in list(args) + list(kwargs.values()):
             for p in (a if isinstance(a, (list, tuple)) else [a]):
                 if isinstance(p, Poison):
                     return p
-        if n.target is operator.getitem:
-            return args[0][args[1]]
         target = n.target
         if not isinstance(target, torch._ops.OpOverload):
             raise _Unsupported(f"unsupported call {getattr(target, '__name__', target)}")
