@@ -79,12 +79,17 @@ class TestImportTorch : public QObject {
     const CliRun inspected = runCli({"inspect", plan}, 120000);
     QVERIFY2(inspected.exitCode == 0, qPrintable(inspected.err + inspected.out));
 
-    const CliRun verified = runCli({"verify", script, "--jobs", "2"}, 600000);
-    QVERIFY2(verified.exitCode == expected,
-             qPrintable(QString("exit %1, expected %2\n%3\n%4")
-                            .arg(verified.exitCode)
-                            .arg(expected)
-                            .arg(verified.out, verified.err)));
+    QVERIFY2(imported.err.isEmpty(), qPrintable(imported.err));  // the mapping's self-check is silent
+
+    const CliRun verified = runCli({"verify", script, "--jobs", "2", "--check-numerics"}, 600000);
+    QVERIFY2(verified.exitCode == expected, qPrintable(QString("exit %1, expected %2\n%3\n%4")
+                                                           .arg(verified.exitCode)
+                                                           .arg(expected)
+                                                           .arg(verified.out, verified.err)));
+    // The differential test beside the proof agrees with it.
+    const QString numerics = expected == 0 ? "check-numerics: logical and parallel agree"
+                                           : "check-numerics: logical and parallel DISAGREE";
+    QVERIFY2(verified.out.contains(numerics), qPrintable(verified.out));
     if (expected == 1) {
       // The failing stage's scopes are SCRIPT.py lines ("mlp_tp2.py:40 parallel").
       const QString base = QFileInfo(script).fileName();
@@ -96,11 +101,13 @@ class TestImportTorch : public QObject {
   void errors_data() {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QString>("what");
-    QTest::newRow("unsupported aten op") << kErrors + "/unsupported_op.py" << "unsupported aten op 'aten.abs";
+    QTest::newRow("unsupported aten op") << kErrors + "/unsupported_op.py"
+                                         << "unsupported aten op 'aten.abs";
     QTest::newRow("placement does not divide") << kErrors + "/bad_placement.py"
                                                << "placement of 'w' does not divide its shape";
     QTest::newRow("collective on a group without the rank")
-        << kErrors + "/not_in_group.py" << "all_reduce on group [0, 1], which does not contain rank 2";
+        << kErrors + "/not_in_group.py"
+        << "all_reduce on group [0, 1], which does not contain rank 2";
     QTest::newRow("output missing from parallel") << kErrors + "/missing_output.py"
                                                   << "output 'w2.grad' of logical is missing from parallel";
   }
@@ -115,7 +122,8 @@ class TestImportTorch : public QObject {
     QTemporaryDir dir;
     const CliRun imported = runCli({"import-torch", script, "-o", dir.filePath("plan.json")}, 300000);
     QCOMPARE(imported.exitCode, 2);
-    QVERIFY2(imported.err.contains("error: " + where) && imported.err.contains(what), qPrintable(imported.err));
+    QVERIFY2(imported.err.contains("error: " + where) && imported.err.contains(what),
+             qPrintable(imported.err));
     QVERIFY(!QFile::exists(dir.filePath("plan.json")));
 
     const QString report = dir.filePath("report.json");

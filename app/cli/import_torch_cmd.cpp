@@ -22,12 +22,15 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kHelp =
-    "usage: paraproof import-torch SCRIPT.py -o PLAN.json\n"
+    "usage: paraproof import-torch SCRIPT.py -o PLAN.json [--check-numerics]\n"
     "\n"
     "Traces SCRIPT.py's `logical` step once and its `parallel` step on every rank of MESH (make_fx, forward\n"
     "and backward to aten ops; torch.distributed calls become collectives) and writes the plan. SCRIPT.py\n"
     "defines MESH, INPUTS, logical, parallel and PLACEMENTS (docs/import-torch.md). `paraproof verify\n"
     "SCRIPT.py` imports and verifies in one step.\n"
+    "\n"
+    "  --check-numerics   also run logical and every rank (simulated in one process) on random inputs and\n"
+    "                     say whether they agree: a differential test beside the proof\n"
     "\n"
     "environment:\n"
     "  PARAPROOF_PYTHON          the interpreter with PyTorch (default /usr/bin/python3)\n"
@@ -48,8 +51,8 @@ std::string packageDir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (const fs::path& p : {exe.parent_path() / "python", exe.parent_path().parent_path() / "share" /
-                                                              "paraproof" / "python"})
+    for (const fs::path& p :
+         {exe.parent_path() / "python", exe.parent_path().parent_path() / "share" / "paraproof" / "python"})
       if (hasPackage(p)) return p.string();
   }
 #ifdef PARAPROOF_SOURCE_PYTHON
@@ -86,12 +89,13 @@ std::vector<Diagnostic> parseErrors(const std::string& text) {
 
 }  // namespace
 
-TorchImport importTorch(const std::string& script, const std::string& out) {
+TorchImport importTorch(const std::string& script, const std::string& out, bool checkNumerics, bool quiet) {
   TorchImport r;
   const std::string pkg = packageDir();
   if (pkg.empty()) {
-    r.errors.push_back({script, "cannot find the paraproof_torch package (set PARAPROOF_TORCH_PATH to the "
-                                "directory holding it, e.g. resources/python of the source tree)"});
+    r.errors.push_back({script,
+                        "cannot find the paraproof_torch package (set PARAPROOF_TORCH_PATH to the "
+                        "directory holding it, e.g. resources/python of the source tree)"});
     return r;
   }
   const std::string py = python();
@@ -102,10 +106,14 @@ TorchImport importTorch(const std::string& script, const std::string& out) {
   env.push_back("PYTHONPATH=" + pkg + (oldPath && *oldPath ? std::string(":") + oldPath : ""));
   env.push_back("PYTHONDONTWRITEBYTECODE=1");  // an installed package directory may be read-only
   std::vector<std::string> argv = {py, "-m", "paraproof_torch", script, "-o", out};
+  if (checkNumerics) argv.push_back("--check-numerics");
+  if (quiet) argv.push_back("--quiet");
   std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
+  for (auto& a : argv)
+    cargv.push_back(a.data());
   cargv.push_back(nullptr);
-  for (auto& e : env) cenv.push_back(e.data());
+  for (auto& e : env)
+    cenv.push_back(e.data());
   cenv.push_back(nullptr);
 
   int errPipe[2];
@@ -152,14 +160,15 @@ TorchImport importTorch(const std::string& script, const std::string& out) {
   }
   r.exitCode = 2;
   if (r.errors.empty())
-    r.errors.push_back({script, WIFEXITED(status)
-                                    ? "the importer failed with exit code " + std::to_string(WEXITSTATUS(status))
-                                    : "the importer was killed by signal " + std::to_string(WTERMSIG(status))});
+    r.errors.push_back(
+        {script, WIFEXITED(status)
+                     ? "the importer failed with exit code " + std::to_string(WEXITSTATUS(status))
+                     : "the importer was killed by signal " + std::to_string(WTERMSIG(status))});
   return r;
 }
 
 int runImportTorch(const std::vector<std::string>& argv) {
-  Args args(argv, {"o", "output"}, {"help"});
+  Args args(argv, {"o", "output"}, {"help", "check-numerics"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -168,11 +177,12 @@ int runImportTorch(const std::vector<std::string>& argv) {
   auto out = args.get("o");
   if (!out) out = args.get("output");
   if (!out) throw UsageError("missing -o PLAN.json");
-  const TorchImport r = importTorch(args.positional()[0], *out);
+  const TorchImport r = importTorch(args.positional()[0], *out, args.has("check-numerics"));
   // The importer's own lines pass through; a setup error found here is printed in the same form.
   std::cerr << r.stderrText;
   if (r.stderrText.empty())
-    for (const auto& d : r.errors) std::cerr << "error: " << d.str() << "\n";
+    for (const auto& d : r.errors)
+      std::cerr << "error: " << d.str() << "\n";
   return r.exitCode;
 }
 

@@ -1,8 +1,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -43,6 +43,7 @@ const char* kHelp =
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
     "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
+    "  --check-numerics      with SCRIPT.py: also run both steps on random inputs (a differential test)\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
@@ -96,7 +97,7 @@ int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "check-numerics"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -135,7 +136,7 @@ int runVerify(const std::vector<std::string>& argv) {
     if (script) {
       // Import into a private temporary plan, then verify it as any plan (the report names the script).
       const std::string tmp = temporaryPlanPath();
-      const TorchImport imported = importTorch(path, tmp);
+      const TorchImport imported = importTorch(path, tmp, args.has("check-numerics"), /*quiet=*/true);
       if (imported.exitCode != 0) {
         std::error_code ec;
         std::filesystem::remove(tmp, ec);
@@ -172,6 +173,12 @@ int runVerify(const std::vector<std::string>& argv) {
     report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
     report.seconds += loadSeconds;
     verify::annotateCommunication(report, plan);
+    // The differential test of an imported script (--check-numerics) is reported beside the proof.
+    if (auto it = plan.metadata.find("check_numerics"); it != plan.metadata.end() && it->is_object())
+      report.notes.push_back(
+          std::string("check-numerics: logical and parallel ") +
+          (it->value("agree", false) ? "agree" : "DISAGREE: " + it->value("detail", std::string())) +
+          " on random inputs (float64, every rank simulated in one process; a test, not a proof)");
   } else {
     // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
     report.verdict = verify::Verdict::Invalid;

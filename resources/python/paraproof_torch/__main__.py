@@ -16,6 +16,9 @@ def main(argv=None):
                                  description="Trace SCRIPT.py's logical and parallel steps into a ParaProof plan.")
     ap.add_argument("script", metavar="SCRIPT.py")
     ap.add_argument("-o", "--output", metavar="PLAN.json", required=True)
+    ap.add_argument("--check-numerics", action="store_true",
+                    help="also run logical and every rank (simulated) on random inputs and compare")
+    ap.add_argument("--quiet", action="store_true", help="the check-numerics result only in the plan's metadata")
     ns = ap.parse_args(argv)
     try:
         import torch  # noqa: F401
@@ -36,6 +39,17 @@ def main(argv=None):
         print(f"error: {ns.script}: internal error of paraproof_torch (please report it with SCRIPT.py)",
               file=sys.stderr)
         return 2
+    if ns.check_numerics:
+        from ._eval import check_numerics
+        try:
+            agree, detail = check_numerics(plan)
+        except ImportTorchError as e:
+            agree, detail = False, str(e)
+        plan["metadata"]["check_numerics"] = {"agree": agree, "detail": detail}
+        if not ns.quiet:
+            print("check-numerics: logical and parallel " + ("agree" if agree else "DISAGREE: " + detail)
+                  + " on random inputs (float64, every rank simulated in one process)")
+        sys.stdout.flush()
     from .importer import write_plan
     try:
         write_plan(plan, ns.output)

@@ -274,6 +274,7 @@ def import_script(path):
     reserved = set(names) | set(keys)
     specs = [(n, inputs[n][0], DTYPE_NAMES[inputs[n][1]]) for n in names]
     lgraph, lconv = _graph(script, gm, keys, "logical", specs, {k: k for k in keys}, reserved, args)
+    _self_check(script, gm, keys, lgraph, names, args)
     out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
     out_vals = {k: n.meta["val"] for k, n in zip(keys, out_node.args[0])}
     for k, v in out_vals.items():
@@ -323,6 +324,24 @@ def import_script(path):
         "logical": lgraph,
         "devices": devices,
     }
+
+
+def _self_check(script, gm, keys, lgraph, names, args):
+    """The mapped logical graph, evaluated in float64, must reproduce what torch computed while tracing: a
+    mapping bug of the importer would otherwise be proved about the wrong model."""
+    if os.environ.get("PARAPROOF_TORCH_NO_SELFCHECK"):
+        return
+    from . import _eval
+    ins = {n: (a.double() if a.dtype.is_floating_point else a) for n, a in zip(names, args)}
+    got = _eval.evaluate(lgraph, ins)
+    out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
+    for k, node in zip(keys, out_node.args[0]):
+        ok, err = _eval.close(got[k], node.meta["val"], rtol=1e-3)
+        if not ok:
+            raise ImportTorchError(f"{script.ret_at('logical')}: internal: the imported logical graph does not "
+                                   f"reproduce torch's value of {k!r} (max abs difference {err:.3g}): a bug of "
+                                   "the importer's aten mapping, please report it with SCRIPT.py "
+                                   "(PARAPROOF_TORCH_NO_SELFCHECK=1 skips this check)")
 
 
 def _placement_str(p):
