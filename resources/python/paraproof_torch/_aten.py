@@ -723,3 +723,42 @@ def prune(ops, roots):
 def check_poison(c, value, what):
     if isinstance(value, Poison):
         raise ImportTorchError(f"{value.message} (needed by {what})")
+
+
+def _pad_along(c, g, sizes, dim, start, end, dtype):
+    """g placed at [start, end) along dim of a zero tensor of `sizes` (the backward of a slice)."""
+    pieces = []
+    if start > 0:
+        s = list(sizes)
+        s[dim] = start
+        pieces.append(c.const(s, 0.0, dtype))
+    pieces.append(g)
+    if end < sizes[dim]:
+        s = list(sizes)
+        s[dim] = sizes[dim] - end
+        pieces.append(c.const(s, 0.0, dtype))
+    return pieces[0] if len(pieces) == 1 else c.emit("concat", pieces, {"dim": dim})
+
+
+@handles("aten.slice_backward")
+def _slice_backward(c, n, a, full):
+    sizes = list(a[1])
+    dim = _norm_dim(a[2], len(sizes))
+    if a[5] not in (None, 1):
+        raise _Unsupported(f"'{full}' with step {a[5]} (strided slices)")
+    size = sizes[dim]
+    start = a[3] + size if a[3] < 0 else a[3]
+    end = a[4] + size if a[4] < 0 else a[4]
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    return _pad_along(c, a[0], sizes, dim, start, end, DTYPES[c.meta(n).dtype])
+
+
+@handles("aten.select_backward")
+def _select_backward(c, n, a, full):
+    sizes = list(a[1])
+    dim = _norm_dim(a[2], len(sizes))
+    i = a[3] + sizes[dim] if a[3] < 0 else a[3]
+    piece = list(sizes)
+    piece[dim] = 1
+    g = c.reshape(a[0], in_shape(n.args[0]), piece)
+    return _pad_along(c, g, sizes, dim, i, i + 1, DTYPES[c.meta(n).dtype])
