@@ -198,15 +198,40 @@ def close(a, b, rtol=1e-6):
     return err <= rtol * (1.0 + b.abs().max().item() if b.numel() else 1.0), err
 
 
+def _int_bounds(graph):
+    """Integer inputs as indices: ids range over the embedding table's rows, labels over the classes."""
+    shapes = {t["name"]: t["shape"] for t in graph["inputs"]}
+    bounds = {}
+
+    def bound(name, n):
+        if name in shapes:
+            bounds[name] = max(1, min(bounds.get(name, n), n))
+
+    for op in graph["ops"]:
+        a = op.get("attrs", {})
+        if op["op"] == "embedding" and op["inputs"][1] in shapes:
+            bound(op["inputs"][0], shapes[op["inputs"][1]][0])
+        elif op["op"] == "embedding_backward":
+            bound(op["inputs"][0], a["num_embeddings"])
+        elif op["op"] == "one_hot":
+            bound(op["inputs"][0], a["num_classes"])
+    return bounds
+
+
 def check_numerics(plan, seed=0):
     """(agree, message): the logical graph and the simulated devices on the same random inputs."""
     g = torch.Generator().manual_seed(seed)
     logical = plan["logical"]
     lin_inputs = {}
+    bounds = _int_bounds(logical)
     for t in logical["inputs"]:
         dt = _DT[t["dtype"]]
-        lin_inputs[t["name"]] = (torch.randn(t["shape"], generator=g, dtype=torch.float64) if dt.is_floating_point
-                                 else torch.zeros(t["shape"], dtype=dt))
+        if dt.is_floating_point:
+            lin_inputs[t["name"]] = torch.randn(t["shape"], generator=g, dtype=torch.float64)
+        elif dt == torch.bool:
+            lin_inputs[t["name"]] = torch.randint(0, 2, t["shape"], generator=g).bool()
+        else:
+            lin_inputs[t["name"]] = torch.randint(0, bounds.get(t["name"], 2), t["shape"], generator=g)
     want = evaluate(logical, lin_inputs)
     dev_inputs = {}
     for d in plan["devices"]:
