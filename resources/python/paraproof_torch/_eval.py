@@ -107,11 +107,11 @@ def _run_local(op, env):
         env[name] = v
 
 
-def evaluate(graph, inputs):
+def evaluate(graph, inputs, everything=False):
     env = dict(inputs)
     for op in graph["ops"]:
         _run_local(op, env)
-    return {o: env[o] for o in graph["outputs"]}
+    return env if everything else {o: env[o] for o in graph["outputs"]}
 
 
 def _collective(kind, a, vals, group):
@@ -139,7 +139,7 @@ def _collective(kind, a, vals, group):
     raise ImportTorchError(f"internal: no evaluator for {kind}")
 
 
-def simulate(devices, inputs):
+def simulate(devices, inputs, everything=False):
     """Runs every device in one process: ranks advance until a collective or recv waits for a partner."""
     envs = {d["rank"]: dict(inputs[d["rank"]]) for d in devices}
     pcs = {d["rank"]: 0 for d in devices}
@@ -177,6 +177,8 @@ def simulate(devices, inputs):
                 pcs[r] += 1
                 progressed = True
         if all(pcs[r] == len(prog[r]) for r in prog):
+            if everything:
+                return envs
             return {r: {o: envs[r][o] for o in d_out} for r, d_out in
                     ((d["rank"], d["outputs"]) for d in devices)}
         if not progressed:
@@ -218,8 +220,8 @@ def _int_bounds(graph):
     return bounds
 
 
-def check_numerics(plan, seed=0):
-    """(agree, message): the logical graph and the simulated devices on the same random inputs."""
+def random_inputs(plan, seed):
+    """Random logical inputs and each device's pieces of them (by lineage; a value part gets 1/parts)."""
     g = torch.Generator().manual_seed(seed)
     logical = plan["logical"]
     lin_inputs = {}
@@ -232,7 +234,6 @@ def check_numerics(plan, seed=0):
             lin_inputs[t["name"]] = torch.randint(0, 2, t["shape"], generator=g).bool()
         else:
             lin_inputs[t["name"]] = torch.randint(0, bounds.get(t["name"], 2), t["shape"], generator=g)
-    want = evaluate(logical, lin_inputs)
     dev_inputs = {}
     for d in plan["devices"]:
         ins = {}
@@ -241,6 +242,13 @@ def check_numerics(plan, seed=0):
             v = _box(lin_inputs[lin["tensor"]], lin)
             ins[t["name"]] = v / lin.get("parts", 1) if v.dtype.is_floating_point else v
         dev_inputs[d["rank"]] = ins
+    return lin_inputs, dev_inputs
+
+
+def check_numerics(plan, seed=0):
+    """(agree, message): the logical graph and the simulated devices on the same random inputs."""
+    lin_inputs, dev_inputs = random_inputs(plan, seed)
+    want = evaluate(plan["logical"], lin_inputs)
     got = simulate(plan["devices"], dev_inputs)
     worst, parts = None, {}
     for d in plan["devices"]:

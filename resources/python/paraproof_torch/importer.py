@@ -315,7 +315,7 @@ def import_script(path):
             lineage[k] = layouts[k].lineage(coord)
         devices.append({"rank": rank, "coord": coord, **dgraph, "lineage": lineage})
 
-    return {
+    plan = {
         "format": "paraproof-plan",
         "version": 1,
         "name": os.path.basename(script.path),
@@ -324,6 +324,13 @@ def import_script(path):
         "logical": lgraph,
         "devices": devices,
     }
+    if not os.environ.get("PARAPROOF_TORCH_NO_LINEAGE"):
+        from . import _lineage
+        try:
+            plan["metadata"]["inferred_lineage"] = _lineage.infer(plan)
+        except ImportTorchError:
+            pass  # e.g. ranks that would hang: the verifier reports that with its own message
+    return plan
 
 
 def _self_check(script, gm, keys, lgraph, names, args):
