@@ -73,6 +73,9 @@ class Converter:
     def emit(self, kind, inputs, attrs=None, n_out=1, out_names=None):
         node = self.cur
         base = node.name if node is not None else kind
+        for k, v in (attrs or {}).items():
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                raise _Unsupported(f"a non-finite constant ({k} = {v}) in {kind}: ParaProof works over the reals")
         outs = out_names or [self.fresh(base if n_out == 1 else f"{base}.{i}") for i in range(n_out)]
         op = {"id": self.fresh("op." + base), "op": kind, "inputs": list(inputs), "outputs": outs}
         if attrs:
@@ -540,6 +543,21 @@ def _reduce(c, n, a, full):
     if r == 0:
         return a[0]
     return c.emit(kind, [a[0]], {"dims": _dims(a[1], r), "keepdim": bool(a[2])})
+
+
+@handles("aten.max.dim")
+def _max_dim(c, n, a, full):
+    # The values only (torch.max(x, dim)[0], e.g. a softmax shift under no_grad); the indices are poison.
+    r = len(in_shape(n.args[0]))
+    vals = c.emit("max", [a[0]], {"dims": [_norm_dim(a[1], r)], "keepdim": bool(a[2])})
+    loc, _ = node_line(n, c.script)
+    return [vals, Poison(f"{loc}: the indices of '{full}' (argmax) are not supported in {c.where}")]
+
+
+@handles("aten.max.default")
+def _max_all(c, n, a, full):
+    r = len(in_shape(n.args[0]))
+    return a[0] if r == 0 else c.emit("max", [a[0]], {"dims": list(range(r))})
 
 
 @handles("aten.sum.default", "aten.mean.default")
