@@ -55,14 +55,16 @@ class TestImportTorch : public QObject {
   void examples_data() {
     QTest::addColumn<QString>("script");
     QTest::addColumn<int>("expected");
-    const QStringList files = QDir(kExamples).entryList({"*.py"}, QDir::Files, QDir::Name);
+    // The bundled examples, and the fixtures that state a verdict (other ways of writing a step).
     int n = 0;
-    for (const QString& f : files) {
-      const QString path = kExamples + "/" + f;
-      const int e = expectedExit(path);
-      if (e < 0) continue;  // a helper module (mappings.py)
-      QTest::newRow(qPrintable(f)) << path << e;
-      ++n;
+    for (const QString& dir : {kExamples, kErrors}) {
+      for (const QString& f : QDir(dir).entryList({"*.py"}, QDir::Files, QDir::Name)) {
+        const QString path = dir + "/" + f;
+        const int e = expectedExit(path);
+        if (e < 0) continue;  // a helper module (mappings.py) or an error case
+        QTest::newRow(qPrintable(f)) << path << e;
+        n += dir == kExamples;
+      }
     }
     QVERIFY2(n >= 5, "expected the bundled examples under resources/examples/torch");
   }
