@@ -271,6 +271,11 @@ def import_script(path):
         if k not in inputs and k not in keys:
             raise ImportTorchError(f"{script.key_at('PLACEMENTS', k)}: PLACEMENTS names {k!r}, which is neither "
                                    "an input (INPUTS) nor an output of logical")
+    for k in keys:
+        if k in inputs:
+            raise ImportTorchError(f"{script.ret_at('logical')}: logical returns {k!r}, the name of an input: "
+                                   f"name outputs apart from inputs (e.g. {k + '.new'!r}, and STATE = "
+                                   f"{{{k!r}: {k + '.new'!r}}} for a parameter and its update)")
     reserved = set(names) | set(keys)
     specs = [(n, inputs[n][0], DTYPE_NAMES[inputs[n][1]]) for n in names]
     lgraph, lconv = _graph(script, gm, keys, "logical", specs, {k: k for k in keys}, reserved, args)
