@@ -8,6 +8,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   xvfb xauth
   clang libclang-rt-14-dev libfuzzer-14-dev
+  python3-torch
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

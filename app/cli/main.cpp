@@ -18,9 +18,13 @@ const char* kUsage =
     "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S] [--deadline S]\n"
     "                  [--verbose] [--no-reduce] [--no-fold] [--no-dedup]\n"
     "                         prove the plan equivalent to its logical model, or show where it is not\n"
+    "  verify SCRIPT.py [options]\n"
+    "                         import a PyTorch script (as import-torch) and verify it\n"
     "  verify --model NAME --parallel dp=2,tp=2,pp=2,mb=2 [--layers L] [--inject "
     "BUG[@layer=..,rank=..,mb=..]]\n"
     "                         generate a plan in memory and verify it\n"
+    "  import-torch SCRIPT.py -o PLAN.json\n"
+    "                         trace a PyTorch training step and its torch.distributed version into a plan\n"
     "  generate --model NAME --parallel ... [--layers L] [--inject BUG] -o PLAN.json\n"
     "  models [--json]        the model zoo with the real configurations\n"
     "  bugs [--json]          the bug catalog\n"
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
     if (cmd == "bugs") return paraproof::cli::runBugs(args);
     if (cmd == "mutate") return paraproof::cli::runMutate(args);
     if (cmd == "ops") return paraproof::cli::runOps(args);
+    if (cmd == "import-torch") return paraproof::cli::runImportTorch(args);
   } catch (const paraproof::cli::UsageError& e) {
     std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
     return 2;

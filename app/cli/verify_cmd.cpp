@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/mpi_share.h"
+#include "app/cli/torch_import.h"
 #include "core/plan/json_io.h"
 #include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
@@ -19,6 +21,7 @@ namespace {
 
 const char* kHelp =
     "usage: paraproof verify PLAN.json [options]\n"
+    "       paraproof verify SCRIPT.py [options]   (a PyTorch script: imported as by import-torch)\n"
     "       paraproof verify --model NAME --parallel dp=..,tp=..,pp=..,mb=.. [--layers L] [--seq S] [--batch "
     "B]\n"
     "                        [--inject BUG[@layer=..,rank=..,mb=..]] [options]\n"
@@ -43,6 +46,7 @@ const char* kHelp =
     "  --no-dedup            check identical stages separately\n"
     "  --mpi                 run under mpirun: the processes share the stages, rank 0 writes the report\n"
     "                        (the same report as one process), e.g. mpirun -n 4 paraproof verify P --mpi\n"
+    "  --check-numerics      with SCRIPT.py: also run both steps on random inputs (a differential test)\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
@@ -81,13 +85,22 @@ class Progress : public verify::Observer {
   size_t total_ = 0, done_ = 0, failed_ = 0;
 };
 
+// A fresh file in the temporary directory for an imported plan (mkstemp: no other process owns the name).
+std::string temporaryPlanPath() {
+  std::string templ = (std::filesystem::temp_directory_path() / "paraproof-import-XXXXXX.json").string();
+  const int fd = mkstemps(templ.data(), 5);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the imported plan");
+  close(fd);
+  return templ;
+}
+
 }  // namespace
 
 int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
              "batch", "inject", "hold-stage"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "mpi"});
+            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "mpi", "check-numerics"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -127,8 +140,32 @@ int runVerify(const std::vector<std::string>& argv) {
   const auto loadStart = std::chrono::steady_clock::now();
   verify::Report report;
   bool loaded = false;
+  const bool script = !generated && path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
   try {
-    plan = generated ? generateFromArgs(args) : loadPlan(path);
+    if (script) {
+      // Import into a private temporary plan, then verify it as any plan (the report names the script).
+      const std::string tmp = temporaryPlanPath();
+      const TorchImport imported = importTorch(path, tmp, args.has("check-numerics"), /*quiet=*/true);
+      if (imported.exitCode != 0) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        // A traceback (an importer bug) goes to stderr as it came; the errors go to the report.
+        if (imported.stderrText.find("Traceback") != std::string::npos) std::cerr << imported.stderrText;
+        throw PlanError(imported.errors);
+      }
+      try {
+        plan = loadPlan(tmp);
+      } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove(tmp, ec);
+        throw;
+      }
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      plan.name = path;
+    } else {
+      plan = generated ? generateFromArgs(args) : loadPlan(path);
+    }
     loaded = true;
   } catch (const PlanError& e) {
     report.errors = e.diagnostics();
@@ -145,6 +182,12 @@ int runVerify(const std::vector<std::string>& argv) {
     report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
     report.seconds += loadSeconds;
     verify::annotateCommunication(report, plan);
+    // The differential test of an imported script (--check-numerics) is reported beside the proof.
+    if (auto it = plan.metadata.find("check_numerics"); it != plan.metadata.end() && it->is_object())
+      report.notes.push_back(
+          std::string("check-numerics: logical and parallel ") +
+          (it->value("agree", false) ? "agree" : "DISAGREE: " + it->value("detail", std::string())) +
+          " on random inputs (float64, every rank simulated in one process; a test, not a proof)");
   } else {
     // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
     report.verdict = verify::Verdict::Invalid;

@@ -1,0 +1,782 @@
+"""Maps a make_fx graph (aten ops and paraproof.* collectives) to ParaProof ops (docs/operators.md).
+
+Values are SSA tensor names. In-place ops (add_, copy_, ...) are traced by make_fx as nodes whose later
+users see the node, so mapping each to its out-of-place op is the SSA form. An unsupported op becomes a
+poison value: it is an error only when something the plan needs (an output, a send) depends on it."""
+import operator
+import os
+
+import torch
+
+from . import ImportTorchError
+
+DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
+          torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}
+
+
+class Poison:
+    def __init__(self, message):
+        self.message = message
+
+
+def node_line(node, script):
+    """'FILE:LINE' of the innermost frame of SCRIPT.py or a module beside it in the node's stack trace (fx
+    records it), and its function."""
+    st = node.stack_trace or ""
+    lines = st.splitlines()
+    for ln in lines:
+        ln = ln.strip()
+        if ln.startswith("File \"") and "\", line " in ln:
+            fname = ln[len("File \""):ln.index("\", line ")]
+            if is_user_file(fname, script):
+                rest = ln[ln.index("\", line ") + len("\", line "):]
+                num = rest.split(",")[0]
+                func = rest.split(" in ", 1)[1] if " in " in rest else ""
+                return f"{os.path.abspath(fname)}:{num}", func
+    return script, ""
+
+
+def is_user_file(fname, script):
+    """SCRIPT.py and the modules beside it (its own helpers, e.g. Megatron-style mappings.py)."""
+    fname = os.path.abspath(fname)
+    return fname == script or (os.path.dirname(fname) == os.path.dirname(script) and fname.endswith(".py"))
+
+
+def _shape(v):
+    return list(v.shape)
+
+
+def _norm_dim(d, rank):
+    return d + rank if d < 0 else d
+
+
+class Converter:
+    def __init__(self, gm, script, where, input_names, reserved, input_examples):
+        self.gm, self.script, self.where = gm, script, where
+        self.input_names = input_names
+        self.input_examples = input_examples
+        self.ops = []
+        self.used = set(reserved) | set(input_names)
+        self.values = {}
+        self.cur = None  # the node being converted (for scope and ids)
+
+    # ---- emitting ----
+    def fresh(self, base):
+        base = base.replace("/", "_")
+        name, k = base, 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def emit(self, kind, inputs, attrs=None, n_out=1, out_names=None):
+        node = self.cur
+        base = node.name if node is not None else kind
+        for k, v in (attrs or {}).items():
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                raise _Unsupported(f"a non-finite constant ({k} = {v}) in {kind}: ParaProof works over the reals")
+        outs = out_names or [self.fresh(base if n_out == 1 else f"{base}.{i}") for i in range(n_out)]
+        op = {"id": self.fresh("op." + base), "op": kind, "inputs": list(inputs), "outputs": outs}
+        if attrs:
+            op["attrs"] = attrs
+        if node is not None:
+            loc, func = node_line(node, self.script)
+            if loc != self.script:  # a line was found: the scope names it ("mlp_tp2.py:40 parallel")
+                op["scope"] = os.path.basename(loc) + (f" {func}" if func else "")
+        self.ops.append(op)
+        return outs[0] if n_out == 1 and out_names is None else outs
+
+    # ---- helpers used by the handlers ----
+    def meta(self, node):
+        return node.meta.get("val")
+
+    def const(self, shape, value, dtype="f32"):
+        return self.emit("constant", [], {"shape": list(shape), "value": float(value), "dtype": dtype})
+
+    def reshape(self, x, in_shape, out_shape):
+        if list(in_shape) == list(out_shape):
+            return x
+        return self.emit("reshape", [x], {"shape": list(out_shape)})
+
+    def bcast(self, x, in_shape, out_shape):
+        if list(in_shape) == list(out_shape):
+            return x
+        return self.emit("broadcast_to", [x], {"shape": list(out_shape)})
+
+    # ---- the walk ----
+    def run(self):
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for n, name in zip(placeholders, self.input_names):
+            self.values[n] = name
+        _Record(self.gm).run(*self.input_examples)
+        out_node = None
+        for n in self.gm.graph.nodes:
+            if n.op == "placeholder":
+                continue
+            if n.op == "output":
+                out_node = n
+                continue
+            self.cur = n
+            try:
+                self.values[n] = self.convert(n)
+            except _Unsupported as u:
+                loc, _ = node_line(n, self.script)
+                self.values[n] = Poison(f"{loc}: {u} in {self.where}")
+            if isinstance(self.values[n], Poison) and "paraproof.send" in str(n.target):
+                raise ImportTorchError(f"{self.values[n].message} (needed by a send)")
+        self.cur = None
+        return out_node
+
+    def value(self, a):
+        if isinstance(a, torch.fx.Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.value(x) for x in a)
+        return a
+
+    def convert(self, n):
+        if n.op == "get_attr":
+            t = getattr(self.gm, n.target)
+            if t.numel() >= 1 and bool((t == t.flatten()[0]).all()):
+                return self.const(list(t.shape), t.flatten()[0].item(), DTYPES.get(t.dtype, "f32"))
+            raise _Unsupported("a tensor constant with distinct values (torch.tensor([...]) in the step)")
+        if n.op != "call_function":
+            raise _Unsupported(f"fx node {n.op} {n.target}")
+        args = [self.value(a) for a in n.args]
+        if n.target is operator.getitem:  # one output of a multi-output op (poison only if that one is)
+            return args[0] if isinstance(args[0], Poison) else args[0][args[1]]
+        kwargs = {k: self.value(v) for k, v in n.kwargs.items()}
+        if isinstance(n.target, torch._ops.OpOverload) and "native_layer_norm_backward" in str(n.target):
+            args[3] = args[4] = None  # the forward's mean/rstd: the registry's backward recomputes them
+        for a in list(args) + list(kwargs.values()):
+            for p in (a if isinstance(a, (list, tuple)) else [a]):
+                if isinstance(p, Poison):
+                    return p
+        target = n.target
+        if not isinstance(target, torch._ops.OpOverload):
+            raise _Unsupported(f"unsupported call {getattr(target, '__name__', target)}")
+        ns = target.namespace
+        packet = target._schema.name.split("::")[-1]
+        overload = target._overloadname
+        full = f"{ns}.{packet}.{overload}"
+        h = HANDLERS.get(f"{ns}.{packet}.{overload}") or HANDLERS.get(f"{ns}.{packet}")
+        if h is None and ns == "aten" and packet.endswith("_") and not packet.endswith("__"):
+            h = HANDLERS.get(f"aten.{packet[:-1]}.{overload}") or HANDLERS.get(f"aten.{packet[:-1]}")
+            if h is not None:
+                self._check_inplace_target(n)
+        if h is None:
+            raise _Unsupported(f"unsupported aten op '{full}'")
+        # Defaults of the schema for arguments fx left out.
+        schema_args = target._schema.arguments
+        full_args = list(args)
+        for i in range(len(full_args), len(schema_args)):
+            a = schema_args[i]
+            if a.name in kwargs:
+                full_args.append(kwargs[a.name])
+            elif a.has_default_value():
+                full_args.append(a.default_value)
+            else:
+                full_args.append(None)
+        return h(self, n, full_args, full)
+
+    def _check_inplace_target(self, n):
+        base = n.args[0]
+        if isinstance(base, torch.fx.Node) and isinstance(base.target, torch._ops.OpOverload):
+            name = base.target._schema.name.split("::")[-1]
+            if name in VIEW_OPS:
+                raise _Unsupported(f"an in-place '{n.target}' into a view ('{base.target}'): write the "
+                                   "result out of place (aliasing through views is not modelled)")
+
+
+class _Record(torch.fx.Interpreter):
+    """Runs the traced graph once to record every node's value (make_fx in real mode keeps only some)."""
+
+    def run_node(self, n):
+        v = super().run_node(n)
+        n.meta["val"] = v
+        return v
+
+
+class _Unsupported(Exception):
+    pass
+
+
+VIEW_OPS = {"view", "_unsafe_view", "slice", "select", "t", "transpose", "permute", "expand", "unsqueeze",
+            "squeeze", "alias", "split", "split_with_sizes", "unbind", "as_strided", "diagonal", "narrow"}
+
+HANDLERS = {}
+
+
+def handles(*names):
+    def deco(fn):
+        for nm in names:
+            HANDLERS[nm] = fn
+        return fn
+    return deco
+
+
+def out_shape(c, n):
+    return _shape(c.meta(n))
+
+
+def in_shape(a_node):
+    return _shape(a_node.meta["val"])
+
+
+def _is_num(x):
+    return isinstance(x, (int, float, bool)) and not isinstance(x, torch.fx.Node)
+
+
+def _unary(kind):
+    return lambda c, n, a, full: c.emit(kind, [a[0]])
+
+
+for _k in ["neg", "exp", "log", "sqrt", "sigmoid", "tanh", "rsqrt", "reciprocal", "relu", "silu"]:
+    HANDLERS[f"aten.{_k}"] = _unary(_k)
+
+
+@handles("aten.gelu")
+def _gelu(c, n, a, full):
+    return c.emit("gelu", [a[0]], {"approximate": a[1] or "none"})
+
+
+@handles("aten.clone", "aten.detach", "aten.alias", "aten.lift_fresh_copy", "aten.contiguous")
+def _identity(c, n, a, full):
+    return a[0]
+
+
+@handles("aten._to_copy", "aten.to")
+def _to_copy(c, n, a, full):
+    src = DTYPES.get(n.args[0].meta["val"].dtype)
+    dst = DTYPES.get(c.meta(n).dtype)
+    if dst is None:
+        raise _Unsupported(f"'{full}' to dtype {c.meta(n).dtype}")
+    return a[0] if src == dst else c.emit("cast", [a[0]], {"dtype": dst})
+
+
+def _scalar_or_tensor(c, n, a, tensor_kind, scalar_fn):
+    x, y = a[0], a[1]
+    if _is_num(y):
+        return scalar_fn(x, y)
+    return c.emit(tensor_kind, [x, y])
+
+
+@handles("aten.add")
+def _add(c, n, a, full):
+    alpha = a[2] if len(a) > 2 and a[2] is not None else 1
+    if _is_num(a[1]):
+        return c.emit("add_scalar", [a[0]], {"value": float(a[1]) * alpha})
+    b = a[1] if alpha == 1 else c.emit("scale", [a[1]], {"factor": float(alpha)})
+    return c.emit("add", [a[0], b])
+
+
+@handles("aten.sub")
+def _sub(c, n, a, full):
+    alpha = a[2] if len(a) > 2 and a[2] is not None else 1
+    if _is_num(a[1]):
+        return c.emit("add_scalar", [a[0]], {"value": -float(a[1]) * alpha})
+    b = a[1] if alpha == 1 else c.emit("scale", [a[1]], {"factor": float(alpha)})
+    return c.emit("sub", [a[0], b])
+
+
+@handles("aten.rsub")
+def _rsub(c, n, a, full):
+    alpha = a[2] if len(a) > 2 and a[2] is not None else 1
+    x = c.emit("scale", [a[0]], {"factor": -float(alpha)})
+    if _is_num(a[1]):
+        return c.emit("add_scalar", [x], {"value": float(a[1])})
+    return c.emit("add", [a[1], x])
+
+
+@handles("aten.mul")
+def _mul(c, n, a, full):
+    if _is_num(a[1]):
+        return c.emit("scale", [a[0]], {"factor": float(a[1])})
+    return c.emit("mul", [a[0], a[1]])
+
+
+@handles("aten.div.Tensor", "aten.div.Scalar")
+def _div(c, n, a, full):
+    if _is_num(a[1]):
+        if a[1] == 0:
+            raise _Unsupported("division by the constant 0")
+        return c.emit("div_scalar", [a[0]], {"divisor": float(a[1])})
+    return c.emit("div", [a[0], a[1]])
+
+
+@handles("aten.maximum")
+def _maximum(c, n, a, full):
+    return c.emit("maximum", [a[0], a[1]])
+
+
+@handles("aten.minimum")
+def _minimum(c, n, a, full):
+    return c.emit("minimum", [a[0], a[1]])
+
+
+@handles("aten.pow.Tensor_Scalar")
+def _pow(c, n, a, full):
+    if a[1] == 2:
+        return c.emit("square", [a[0]])
+    if a[1] == 1:
+        return a[0]
+    return c.emit("pow", [a[0]], {"exponent": float(a[1])})
+
+
+@handles("aten.threshold_backward")
+def _threshold_backward(c, n, a, full):
+    if a[2] != 0:
+        raise _Unsupported(f"'{full}' with threshold {a[2]} (only relu's 0)")
+    return c.emit("relu_backward", [a[1], a[0]])
+
+
+@handles("aten.sigmoid_backward")
+def _sigmoid_backward(c, n, a, full):
+    return c.emit("sigmoid_backward", [a[1], a[0]])
+
+
+@handles("aten.tanh_backward")
+def _tanh_backward(c, n, a, full):
+    return c.emit("tanh_backward", [a[1], a[0]])
+
+
+@handles("aten.silu_backward")
+def _silu_backward(c, n, a, full):
+    return c.emit("silu_backward", [a[1], a[0]])
+
+
+@handles("aten.gelu_backward")
+def _gelu_backward(c, n, a, full):
+    return c.emit("gelu_backward", [a[1], a[0]], {"approximate": a[2] or "none"})
+
+
+# ---- creation ----
+def _fill(c, n, value):
+    v = c.meta(n)
+    dt = DTYPES.get(v.dtype)
+    if dt is None:
+        raise _Unsupported(f"a tensor of dtype {v.dtype}")
+    return c.const(_shape(v), value, dt)
+
+
+@handles("aten.ones_like", "aten.ones", "aten.new_ones")
+def _ones(c, n, a, full):
+    return _fill(c, n, 1.0)
+
+
+@handles("aten.zeros_like", "aten.zeros", "aten.new_zeros", "aten.empty_like", "aten.empty", "aten.new_empty",
+         "aten.zero")
+def _zeros(c, n, a, full):
+    return _fill(c, n, 0.0)
+
+
+@handles("aten.full_like", "aten.fill.Scalar")
+def _full_like(c, n, a, full):
+    return _fill(c, n, a[1])
+
+
+@handles("aten.full", "aten.new_full")
+def _full(c, n, a, full):
+    return _fill(c, n, a[1] if full.startswith("aten.full") else a[2])
+
+
+@handles("aten.scalar_tensor")
+def _scalar_tensor(c, n, a, full):
+    return _fill(c, n, a[0])
+
+
+# ---- shapes ----
+@handles("aten.view", "aten._unsafe_view", "aten.reshape", "aten.unsqueeze", "aten.squeeze", "aten.flatten",
+         "aten.unflatten", "aten._reshape_alias")
+def _view(c, n, a, full):
+    return c.reshape(a[0], in_shape(n.args[0]), out_shape(c, n))
+
+
+@handles("aten.expand")
+def _expand(c, n, a, full):
+    return c.bcast(a[0], in_shape(n.args[0]), out_shape(c, n))
+
+
+@handles("aten.t")
+def _t(c, n, a, full):
+    if len(in_shape(n.args[0])) < 2:
+        return a[0]
+    return c.emit("transpose", [a[0]], {"perm": [1, 0]})
+
+
+@handles("aten.transpose.int")
+def _transpose(c, n, a, full):
+    r = len(in_shape(n.args[0]))
+    d0, d1 = _norm_dim(a[1], r), _norm_dim(a[2], r)
+    if d0 == d1:
+        return a[0]
+    perm = list(range(r))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return c.emit("transpose", [a[0]], {"perm": perm})
+
+
+@handles("aten.permute")
+def _permute(c, n, a, full):
+    r = len(in_shape(n.args[0]))
+    perm = [_norm_dim(d, r) for d in a[1]]
+    if perm == list(range(r)):
+        return a[0]
+    return c.emit("transpose", [a[0]], {"perm": perm})
+
+
+def _slice(c, x, shape, dim, start, end):
+    size = shape[dim]
+    start = 0 if start is None else (start + size if start < 0 else start)
+    end = size if end is None else (end + size if end < 0 else end)
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    if start == 0 and end == size:
+        return x
+    return c.emit("slice", [x], {"dim": dim, "start": start, "end": end})
+
+
+@handles("aten.slice.Tensor")
+def _slice_h(c, n, a, full):
+    shape = in_shape(n.args[0])
+    if a[4] not in (None, 1):
+        raise _Unsupported(f"'{full}' with step {a[4]} (strided slices)")
+    return _slice(c, a[0], shape, _norm_dim(a[1], len(shape)), a[2], a[3])
+
+
+@handles("aten.narrow")
+def _narrow(c, n, a, full):
+    shape = in_shape(n.args[0])
+    return _slice(c, a[0], shape, _norm_dim(a[1], len(shape)), a[2], a[2] + a[3])
+
+
+@handles("aten.select.int")
+def _select(c, n, a, full):
+    shape = in_shape(n.args[0])
+    d = _norm_dim(a[1], len(shape))
+    i = a[2] + shape[d] if a[2] < 0 else a[2]
+    s = _slice(c, a[0], shape, d, i, i + 1)
+    sliced = list(shape)
+    sliced[d] = 1
+    return c.reshape(s, sliced, out_shape(c, n))
+
+
+@handles("aten.cat")
+def _cat(c, n, a, full):
+    nodes = [t for t in n.args[0]]
+    keep = [(v, t) for v, t in zip(a[0], nodes) if t.meta["val"].numel() > 0 or t.meta["val"].dim() > 1]
+    if len(keep) == 1:
+        return keep[0][0]
+    r = len(out_shape(c, n))
+    return c.emit("concat", [v for v, _ in keep], {"dim": _norm_dim(a[1] or 0, r)})
+
+
+def _split_sizes(c, n, a, sizes, dim):
+    outs = c.meta(n)
+    if len(sizes) == 1:
+        return [a[0]]
+    return c.emit("split", [a[0]], {"dim": dim, "sizes": list(sizes)}, n_out=len(outs))
+
+
+@handles("aten.split.Tensor")
+def _split(c, n, a, full):
+    shape = in_shape(n.args[0])
+    dim = _norm_dim(a[2] or 0, len(shape))
+    sizes = [t.shape[dim] for t in c.meta(n)]
+    return _split_sizes(c, n, a, sizes, dim)
+
+
+@handles("aten.split_with_sizes")
+def _split_ws(c, n, a, full):
+    shape = in_shape(n.args[0])
+    dim = _norm_dim(a[2] or 0, len(shape))
+    return _split_sizes(c, n, a, list(a[1]), dim)
+
+
+@handles("aten.unbind.int")
+def _unbind(c, n, a, full):
+    shape = in_shape(n.args[0])
+    dim = _norm_dim(a[1] or 0, len(shape))
+    parts = _split_sizes(c, n, a, [1] * shape[dim], dim)
+    piece = list(shape)
+    piece[dim] = 1
+    return [c.reshape(p, piece, _shape(v)) for p, v in zip(parts, c.meta(n))]
+
+
+@handles("aten.copy", "aten.copy_")
+def _copy(c, n, a, full):
+    dst, src = n.args[0].meta["val"], n.args[1].meta["val"]
+    x = a[1]
+    if DTYPES.get(dst.dtype) != DTYPES.get(src.dtype):
+        x = c.emit("cast", [x], {"dtype": DTYPES[dst.dtype]})
+    return c.bcast(x, _shape(src), _shape(dst))
+
+
+# ---- linear algebra ----
+@handles("aten.mm", "aten.bmm", "aten.matmul")
+def _mm(c, n, a, full):
+    return c.emit("matmul", [a[0], a[1]])
+
+
+@handles("aten.addmm", "aten.baddbmm")
+def _addmm(c, n, a, full):
+    beta, alpha = (a[3] if a[3] is not None else 1), (a[4] if a[4] is not None else 1)
+    p = c.emit("matmul", [a[1], a[2]])
+    if alpha != 1:
+        p = c.emit("scale", [p], {"factor": float(alpha)})
+    if beta == 0:
+        return p
+    b = a[0] if beta == 1 else c.emit("scale", [a[0]], {"factor": float(beta)})
+    return c.emit("add", [p, b])
+
+
+# ---- reductions ----
+def _dims(dims, r):
+    if dims is None or len(dims) == 0:
+        return list(range(r))
+    return sorted({_norm_dim(d, r) for d in dims})
+
+
+@handles("aten.sum.dim_IntList", "aten.mean.dim", "aten.amax")
+def _reduce(c, n, a, full):
+    kind = {"sum": "sum", "mean": "mean", "amax": "max"}[full.split(".")[1]]
+    r = len(in_shape(n.args[0]))
+    if r == 0:
+        return a[0]
+    return c.emit(kind, [a[0]], {"dims": _dims(a[1], r), "keepdim": bool(a[2])})
+
+
+@handles("aten.max.dim")
+def _max_dim(c, n, a, full):
+    # The values only (torch.max(x, dim)[0], e.g. a softmax shift under no_grad); the indices are poison.
+    r = len(in_shape(n.args[0]))
+    vals = c.emit("max", [a[0]], {"dims": [_norm_dim(a[1], r)], "keepdim": bool(a[2])})
+    loc, _ = node_line(n, c.script)
+    return [vals, Poison(f"{loc}: the indices of '{full}' (argmax) are not supported in {c.where}")]
+
+
+@handles("aten.max.default")
+def _max_all(c, n, a, full):
+    r = len(in_shape(n.args[0]))
+    return a[0] if r == 0 else c.emit("max", [a[0]], {"dims": list(range(r))})
+
+
+@handles("aten.sum.default", "aten.mean.default")
+def _reduce_all(c, n, a, full):
+    kind = full.split(".")[1]
+    r = len(in_shape(n.args[0]))
+    if r == 0:
+        return a[0]
+    return c.emit(kind, [a[0]], {"dims": list(range(r))})
+
+
+@handles("aten._softmax", "aten._log_softmax")
+def _softmax(c, n, a, full):
+    kind = "softmax" if "_softmax" == full.split(".")[1] else "log_softmax"
+    return c.emit(kind, [a[0]], {"dim": _norm_dim(a[1], len(in_shape(n.args[0])))})
+
+
+@handles("aten._softmax_backward_data", "aten._log_softmax_backward_data")
+def _softmax_bw(c, n, a, full):
+    kind = "softmax_backward" if full.split(".")[1] == "_softmax_backward_data" else "log_softmax_backward"
+    return c.emit(kind, [a[1], a[0]], {"dim": _norm_dim(a[2], len(in_shape(n.args[0])))})
+
+
+# ---- nn ----
+def _ln_params(c, n, a, w_i, b_i, h):
+    w = a[w_i] if a[w_i] is not None else c.const([h], 1.0)
+    b = a[b_i] if b_i is not None and a[b_i] is not None else c.const([h], 0.0)
+    return w, b
+
+
+@handles("aten.native_layer_norm")
+def _layer_norm(c, n, a, full):
+    shape = in_shape(n.args[0])
+    if len(a[1]) != 1:
+        raise _Unsupported(f"'{full}' over {len(a[1])} dims (only the last)")
+    w, b = _ln_params(c, n, a, 2, 3, shape[-1])
+    y = c.emit("layernorm", [a[0], w, b], {"eps": float(a[4])})
+    stat = Poison(f"{node_line(n, c.script)[0]}: the mean/rstd outputs of '{full}' are used outside "
+                  f"layer_norm's backward in {c.where} (not supported)")
+    return [y, stat, stat]
+
+
+@handles("aten.native_layer_norm_backward")
+def _layer_norm_bw(c, n, a, full):
+    # Reads the statistics of the forward only through x, w: the registry's backward recomputes them.
+    shape = in_shape(n.args[1])
+    w, _ = _ln_params(c, n, a, 5, None, shape[-1])
+    return c.emit("layernorm_backward", [a[1], w, a[0]], {"eps": float(_ln_eps(n))}, n_out=3)
+
+
+def _ln_eps(n):
+    # eps is not an argument of the backward: take it from the forward whose mean it reads.
+    mean = n.args[3]
+    fwd = mean.args[0] if mean.target is operator.getitem else None
+    if fwd is None or "native_layer_norm" not in str(fwd.target):
+        raise _Unsupported("native_layer_norm_backward whose statistics are not from native_layer_norm")
+    return fwd.args[4]
+
+
+def _poison_arg(values):
+    for v in values:
+        if isinstance(v, Poison):
+            return v
+    return None
+
+
+@handles("aten.embedding")
+def _embedding(c, n, a, full):
+    if a[2] not in (None, -1):
+        raise _Unsupported(f"'{full}' with padding_idx {a[2]}")
+    return c.emit("embedding", [a[1], a[0]])
+
+
+@handles("aten.embedding_dense_backward")
+def _embedding_bw(c, n, a, full):
+    if a[3] not in (None, -1) or a[4]:
+        raise _Unsupported(f"'{full}' with padding_idx or scale_grad_by_freq")
+    return c.emit("embedding_backward", [a[1], a[0]], {"num_embeddings": int(a[2])})
+
+
+def _nll_check(full, a, shape):
+    if a[2] is not None:
+        raise _Unsupported(f"'{full}' with class weights")
+    if len(shape) != 2:
+        raise _Unsupported(f"'{full}' on a {len(shape)}-d input (flatten to [tokens, classes])")
+
+
+@handles("aten.nll_loss_forward")
+def _nll(c, n, a, full):
+    shape = in_shape(n.args[0])
+    _nll_check(full, a, shape)
+    N, V = shape
+    oh = c.emit("one_hot", [a[1]], {"num_classes": V, "dtype": DTYPES[n.args[0].meta["val"].dtype]})
+    picked = c.emit("mul", [a[0], oh])
+    red = a[3]
+    if red == 0:  # none
+        s = c.emit("sum", [picked], {"dims": [1]})
+        loss = c.emit("neg", [s])
+    else:
+        s = c.emit("sum", [picked], {"dims": [0, 1]})
+        loss = c.emit("neg", [s]) if red == 2 else c.emit("div_scalar", [s], {"divisor": -float(N)})
+    total = c.const([], float(N))
+    return [loss, total]
+
+
+@handles("aten.nll_loss_backward")
+def _nll_bw(c, n, a, full):
+    shape = in_shape(n.args[1])
+    _nll_check(full, [None, None, a[3]], shape)
+    N, V = shape
+    oh = c.emit("one_hot", [a[2]], {"num_classes": V, "dtype": DTYPES[n.args[1].meta["val"].dtype]})
+    g = a[0]
+    if a[4] == 0:
+        g = c.reshape(g, [N], [N, 1])
+        g = c.bcast(g, [N, 1], [N, V])
+    else:
+        g = c.bcast(g, in_shape(n.args[0]), [N, V])
+    d = c.emit("mul", [oh, g])
+    return c.emit("scale", [d], {"factor": -1.0}) if a[4] != 1 else c.emit("div_scalar", [d],
+                                                                             {"divisor": -float(N)})
+
+
+# ---- collectives (paraproof.* custom ops, from _dist) ----
+@handles("paraproof.all_reduce")
+def _all_reduce(c, n, a, full):
+    return c.emit("all_reduce", [a[0]], {"group": list(a[2]), "instance": a[3], "reduce": a[1]})
+
+
+@handles("paraproof.all_gather")
+def _all_gather(c, n, a, full):
+    return c.emit("all_gather", [a[0]], {"group": list(a[2]), "instance": a[3], "dim": a[1]})
+
+
+@handles("paraproof.reduce_scatter")
+def _reduce_scatter(c, n, a, full):
+    return c.emit("reduce_scatter", [a[0]], {"group": list(a[3]), "instance": a[4], "dim": a[2],
+                                              "reduce": a[1]})
+
+
+@handles("paraproof.all_to_all")
+def _all_to_all(c, n, a, full):
+    return c.emit("all_to_all", [a[0]], {"group": list(a[1]), "instance": a[2], "split_dim": 0,
+                                          "concat_dim": 0})
+
+
+@handles("paraproof.broadcast")
+def _broadcast(c, n, a, full):
+    return c.emit("broadcast", [a[0]], {"group": list(a[2]), "instance": a[3], "src": a[1]})
+
+
+@handles("paraproof.send")
+def _send(c, n, a, full):
+    c.emit("send", [a[0]], {"peer": a[1], "instance": a[2]}, n_out=0, out_names=[])
+    c.ops[-1]["_root"] = True
+    return a[0]
+
+
+@handles("paraproof.recv")
+def _recv(c, n, a, full):
+    v = c.meta(n)
+    return c.emit("recv", [], {"peer": a[1], "instance": a[2], "shape": _shape(v),
+                               "dtype": DTYPES.get(v.dtype, "f32")})
+
+
+def supported_ops():
+    return sorted(HANDLERS)
+
+
+def prune(ops, roots):
+    """Keeps the ops the roots (graph outputs) and sends depend on, in order."""
+    need = set(roots)
+    keep = []
+    for op in reversed(ops):
+        if op.get("_root") or any(o in need for o in op["outputs"]):
+            keep.append(op)
+            need.update(op["inputs"])
+    keep.reverse()
+    return keep
+
+
+def check_poison(c, value, what):
+    if isinstance(value, Poison):
+        raise ImportTorchError(f"{value.message} (needed by {what})")
+
+
+def _pad_along(c, g, sizes, dim, start, end, dtype):
+    """g placed at [start, end) along dim of a zero tensor of `sizes` (the backward of a slice)."""
+    pieces = []
+    if start > 0:
+        s = list(sizes)
+        s[dim] = start
+        pieces.append(c.const(s, 0.0, dtype))
+    pieces.append(g)
+    if end < sizes[dim]:
+        s = list(sizes)
+        s[dim] = sizes[dim] - end
+        pieces.append(c.const(s, 0.0, dtype))
+    return pieces[0] if len(pieces) == 1 else c.emit("concat", pieces, {"dim": dim})
+
+
+@handles("aten.slice_backward")
+def _slice_backward(c, n, a, full):
+    sizes = list(a[1])
+    dim = _norm_dim(a[2], len(sizes))
+    if a[5] not in (None, 1):
+        raise _Unsupported(f"'{full}' with step {a[5]} (strided slices)")
+    size = sizes[dim]
+    start = a[3] + size if a[3] < 0 else a[3]
+    end = a[4] + size if a[4] < 0 else a[4]
+    start, end = max(0, min(start, size)), max(0, min(end, size))
+    return _pad_along(c, a[0], sizes, dim, start, end, DTYPES[c.meta(n).dtype])
+
+
+@handles("aten.select_backward")
+def _select_backward(c, n, a, full):
+    sizes = list(a[1])
+    dim = _norm_dim(a[2], len(sizes))
+    i = a[3] + sizes[dim] if a[3] < 0 else a[3]
+    piece = list(sizes)
+    piece[dim] = 1
+    g = c.reshape(a[0], in_shape(n.args[0]), piece)
+    return _pad_along(c, g, sizes, dim, i, i + 1, DTYPES[c.meta(n).dtype])

@@ -1,0 +1,95 @@
+"""Lineage for intermediate device tensors, found numerically and then proved by the verifier: a device
+tensor that equals a box of a logical tensor made by the same op kind (on random inputs, every rank
+simulated) gets that lineage. Such cut points split the step into small stages (fast proofs, and a failing
+stage that names the few SCRIPT.py lines of the bug). A wrong guess cannot make a plan pass: lineage is an
+obligation of the stage producing it; the guesses are only required to be numerically exact."""
+import itertools
+
+import torch
+
+from ._eval import COMM, evaluate, random_inputs, simulate
+
+# Data movement is cheap to keep inside a stage; a max may equal the global one by chance (the maximum lay in
+# this shard), so selections are never cut.
+_SKIP = COMM | {"identity", "constant", "reshape", "transpose", "broadcast_to", "cast", "max", "maximum",
+                "minimum"}
+_MAX_BOXES = 64
+
+
+def _boxes(shape, full):
+    options = []
+    for s, n in zip(shape, full):
+        if s == n:
+            options.append([[0, n]])
+        elif s and n % s == 0:
+            options.append([[k * s, (k + 1) * s] for k in range(n // s)])
+        else:
+            return []
+    count = 1
+    for o in options:
+        count *= len(o)
+    if count > _MAX_BOXES:
+        return []
+    return [list(b) for b in itertools.product(*options)]
+
+
+def _view(t, box):
+    for d, (s, e) in enumerate(box):
+        t = t.narrow(d, s, e - s)
+    return t
+
+
+def _informative(v):
+    # Coincidences are likeliest for tensors of few distinct values (zeros, masks): leave them uncut.
+    return v.numel() > 0 and torch.unique(v).numel() >= min(4, v.numel())
+
+
+def _run(plan, seed):
+    lin_inputs, dev_inputs = random_inputs(plan, seed)
+    return (evaluate(plan["logical"], lin_inputs, everything=True),
+            simulate(plan["devices"], dev_inputs, everything=True))
+
+
+def infer(plan, seed=12345):
+    """Adds the lineage found to the plan's devices; a match must hold on two independent random inputs."""
+    logical = plan["logical"]
+    env_l, envs = _run(plan, seed)
+    env_l2, envs2 = _run(plan, seed + 1)
+    by_kind = {}
+    for op in logical["ops"]:
+        if op["op"] in _SKIP:
+            continue
+        for o in op["outputs"]:
+            v = env_l[o]
+            if v.dtype.is_floating_point and _informative(v):
+                by_kind.setdefault(op["op"], []).append((o, v))
+    added = 0
+    for d in plan["devices"]:
+        lineage = d["lineage"]
+        outs = set(d["outputs"])
+        env = envs[d["rank"]]
+        for op in d["ops"]:
+            if op["op"] in _SKIP:
+                continue
+            for t in op["outputs"]:
+                v = env.get(t)
+                if t in lineage or t in outs or v is None or not v.dtype.is_floating_point or not _informative(v):
+                    continue
+                found = _match(v, by_kind.get(op["op"], []))
+                if found and torch.allclose(envs2[d["rank"]][t], _view(env_l2[found[0]], found[1]), rtol=1e-9,
+                                            atol=1e-12):
+                    name, box, full = found
+                    lineage[t] = {"tensor": name} if box == [[0, n] for n in full] else {"tensor": name, "box": box}
+                    added += 1
+    return added
+
+
+def _match(v, candidates):
+    for name, lv in candidates:
+        if lv.dim() != v.dim():
+            continue
+        for box in _boxes(list(v.shape), list(lv.shape)):
+            w = _view(lv, box)
+            if torch.allclose(v, w, rtol=1e-9, atol=1e-12):
+                return name, box, list(lv.shape)
+    return None
