@@ -87,6 +87,21 @@ std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avg
       for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
         add(c * d), add(c / d);
     }
+    // Three standing for one count: a loss divided by a hard-coded micro-batch count, the avg of a dp group
+    // and a tp factor (sum / 4 with avg over 2 and * 0.5: 16). Products of c, d, e or their reciprocals, with
+    // a repeated constant allowed (c * c * d). Bounded: a plan with very many distinct constants keeps pairs.
+    constexpr size_t kMaxForTriples = 96;
+    if (distinct.size() <= kMaxForTriples) {
+      std::vector<double> signedPowers;  // every constant and its reciprocal
+      for (double c : distinct)
+        signedPowers.push_back(c), signedPowers.push_back(1 / c);
+      for (size_t a = 0; a < signedPowers.size(); ++a)
+        for (size_t b = a; b < signedPowers.size(); ++b) {
+          const double ab = signedPowers[a] * signedPowers[b];
+          for (size_t k = b; k < signedPowers.size(); ++k)
+            add(ab * signedPowers[k]);
+        }
+    }
   }
   return constants;
 }
