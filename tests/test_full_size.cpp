@@ -157,6 +157,36 @@ class TestFullSize : public QObject {
     QVERIFY(text.find("confirmed by concrete re-evaluation at full size") == std::string::npos);
   }
 
+  // dp=8 with rank 5 wrong: the replica fold keeps rank 5 at a folded coordinate of its own and renames it;
+  // the report names rank 5 and maps the reduced index to rank 5's rows of the plan as given.
+  void fullIndexComposesWithTheReplicaFold() {
+    verify::Report rep = run(soundness("dp8-rank5-wrong-factor"), 16);
+    QCOMPARE(rep.verdict, verify::Verdict::NotEquivalent);
+    bool seen = false;
+    for (const verify::StageResult& r : rep.results) {
+      if (r.status != solver::Status::Failed || !r.counterexample) continue;
+      QCOMPARE(r.fullSizeCheck, std::string("skipped: too large"));
+      for (const verify::ElementDiff& d : r.counterexample->diffs) {
+        seen = true;
+        QCOMPARE(d.device, 5);
+        QCOMPARE(d.fullShape, (Shape{32, 8}));
+        QCOMPARE(d.fullIndex.size(), size_t{2});
+        QVERIFY2(d.fullIndex[0].first >= 20 && d.fullIndex[0].second <= 24,
+                 verify::reportToText(rep).c_str());
+      }
+    }
+    QVERIFY(seen);
+    // Re-checked (at the folded plan's full size), the counterexample is confirmed and names rank 5.
+    verify::Report full = run(soundness("dp8-rank5-wrong-factor"));
+    QCOMPARE(full.verdict, verify::Verdict::NotEquivalent);
+    for (const verify::StageResult& r : full.results)
+      if (r.status == solver::Status::Failed && r.counterexample) {
+        QVERIFY(r.counterexample->confirmed);
+        for (const verify::ElementDiff& d : r.counterexample->diffs)
+          QCOMPARE(d.device, 5);
+      }
+  }
+
   // The newcomer's plan (issue 11): a hard-coded mean verifies in default mode; a wrong count is found and
   // confirmed at full size.
   void newcomerPlanVerifies() {

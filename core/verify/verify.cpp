@@ -350,6 +350,46 @@ void markReduced(CounterexampleReport& c, const Plan& full, const Plan& reduced)
   }
 }
 
+// A folded plan moves kept replicas and micro-batch copies along the batch (fold.h): the full-size range of a
+// diff found at reduced shape is in the folded plan's coordinates. Moves it to those of the plan as given by
+// the lineage of the same device tensor on the original rank (`originalRank`: by device index of `folded`,
+// empty when ranks are unchanged); a diff that cannot be matched (a sum of parts, a replica or copy the given
+// plan leaves implied) keeps the folded plan's coordinates.
+void unfoldFullIndex(CounterexampleReport& c, const Plan& folded, const std::vector<int>& originalRank,
+                     const Plan& given) {
+  auto deviceOf = [](const Plan& p, int rank) -> const Device* {
+    for (const Device& d : p.devices)
+      if (d.rank == rank) return &d;
+    return nullptr;
+  };
+  auto lineageOf = [](const Device& d, const std::string& tensor) -> const Lineage* {
+    const ValueId v = d.graph.findValue(tensor);
+    auto it = v == kNone ? d.lineage.end() : d.lineage.find(v);
+    return it == d.lineage.end() ? nullptr : &it->second;
+  };
+  for (ElementDiff& d : c.diffs) {
+    if (d.fullIndex.empty() || d.device == kNone) continue;
+    const Device* fd = deviceOf(folded, d.device);
+    if (!fd) continue;
+    const size_t index = static_cast<size_t>(fd - folded.devices.data());
+    const int rank = index < originalRank.size() ? originalRank[index] : d.device;
+    const Device* gd = deviceOf(given, rank);
+    const Lineage* fl = lineageOf(*fd, d.tensor);
+    const Lineage* gl = gd ? lineageOf(*gd, d.tensor) : nullptr;
+    const ValueId gv = given.logical.findValue(d.logicalTensor);
+    if (!fl || !gl || gv == kNone || fl->tensor != gl->tensor ||
+        fl->box.ranges.size() != d.fullIndex.size() || gl->box.ranges.size() != d.fullIndex.size() ||
+        fl->box.extent() != gl->box.extent())
+      continue;
+    for (size_t a = 0; a < d.fullIndex.size(); ++a) {
+      const int64_t shift = gl->box.ranges[a].first - fl->box.ranges[a].first;
+      d.fullIndex[a].first += shift;
+      d.fullIndex[a].second += shift;
+    }
+    d.fullShape = given.logical.values[static_cast<size_t>(gv)].type.shape;
+  }
+}
+
 // One verification; `unfoldWhy` (when given) receives the reason to check the plan again unfolded.
 Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
                   std::optional<std::string>* unfoldWhy) {
@@ -785,6 +825,12 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     met.insert(mbFolded.countsMet.begin(), mbFolded.countsMet.end());
     *unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
   }
+  // Compact plans leave replicas or copies implied: their diffs stay in the folded plan's coordinates.
+  if ((folded.folded || mbFolded.folded) && !given.replicas && !given.microbatches)
+    for (StageResult& r : rep.results)
+      if (r.counterexample && !r.counterexample->fullSize)
+        unfoldFullIndex(*r.counterexample, input, folded.folded ? folded.originalRank : std::vector<int>{},
+                        given);
   if (folded.folded) unfoldRanks(folded.originalRank, rep);
   phase("report");
   rep.seconds = since(start);
