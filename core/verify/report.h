@@ -78,6 +78,9 @@ struct CounterexampleReport {
   std::vector<TensorValues> logicalInputs;
   std::vector<TensorValues> parallelInputs;
   std::vector<ElementDiff> diffs;
+  // Devices holding a differing logical element whose own value agrees there (not serialised: the hints use
+  // them, so "the ranks' values sum to the expected one" sees every holder, not only those that differ).
+  std::vector<ElementDiff> agreeing;
 };
 
 struct StageResult {

@@ -96,6 +96,17 @@ CounterexampleReport describeCounterexample(const solver::Problem& pb, const sol
     if (!solver::nearlyEqual(e, a))
       rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, e, a, {}, {}});
   }
+  std::set<std::pair<std::string, std::vector<int64_t>>> differing;
+  for (const ElementDiff& d : rep.diffs)
+    differing.insert({d.logicalTensor, d.index});
+  const size_t kMaxAgreeing = 256;
+  for (const auto& o : pb.obligations) {
+    if (rep.agreeing.size() >= kMaxAgreeing) break;
+    if (o.device == kNone || !differing.count({o.logicalTensor, o.index})) continue;
+    double e = val[o.expected], a = val[o.actual];
+    if (solver::nearlyEqual(e, a))
+      rep.agreeing.push_back({o.device, o.tensor, o.logicalTensor, o.index, e, a, {}, {}});
+  }
   if (rep.diffs.empty())
     for (const auto& m : cex.mismatches) {
       if (rep.diffs.size() >= kMaxDiffs) break;
@@ -265,6 +276,8 @@ void unfoldRanks(const std::vector<int>& original, Report& rep) {
     for (auto& t : r.counterexample->parallelInputs)
       orig(t.device);
     for (auto& d : r.counterexample->diffs)
+      orig(d.device);
+    for (auto& d : r.counterexample->agreeing)
       orig(d.device);
   }
 }
