@@ -77,8 +77,8 @@ class TestReduce : public QObject {
   }
 
   void reducedCountAvoidsTheConstants() {
-    // mean * 2 over a vocabulary of 16: neither 2 nor 4 (2^2) nor 8 (2^3) may be the reduced vocabulary, which
-    // leaves the full 16 (the batch of 4 split over dp=2 cannot shrink either).
+    // mean * 2 over a vocabulary of 16: neither 2 nor 4 (2^2) nor 8 (2^3) may be the reduced vocabulary,
+    // which leaves the full 16 (the batch of 4 split over dp=2 cannot shrink either).
     stage::ReducedPlan r = stage::reducePlan(fixture("count-hardcoded-reduced-extent"));
     int64_t vocab = value(r.plan.logical, "x").type.shape[1];
     QVERIFY2(vocab != 2 && vocab != 4 && vocab != 8, std::to_string(vocab).c_str());
