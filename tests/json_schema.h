@@ -1,5 +1,6 @@
 // A minimal JSON Schema check for the subset docs/report.schema.json uses: type (one or a list), enum,
-// required, properties, items, minimum and local "$ref": "#/$defs/NAME". Returns the first violation.
+// required, properties, items, minimum, minItems, maxItems and local "$ref": "#/$defs/NAME". Returns the
+// first violation.
 #pragma once
 
 #include <string>
@@ -56,6 +57,10 @@ inline std::string check(const Json& v, const Json& s, const Json& root, const s
         if (v.contains(k))
           if (std::string e = check(v[k], sub, root, at + "/" + k); !e.empty()) return e;
   }
+  if (v.is_array() && s.contains("minItems") && v.size() < s["minItems"].get<size_t>())
+    return at + ": fewer than " + s["minItems"].dump() + " items";
+  if (v.is_array() && s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>())
+    return at + ": more than " + s["maxItems"].dump() + " items";
   if (v.is_array() && s.contains("items"))
     for (size_t i = 0; i < v.size(); ++i)
       if (std::string e = check(v[i], s["items"], root, at + "/" + std::to_string(i)); !e.empty()) return e;

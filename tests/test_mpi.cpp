@@ -84,6 +84,9 @@ class TestMpi : public QObject {
         << 1;
     QTest::newRow("generated gpt, no dedup")
         << QStringList{"--model", "gpt-tiny", "--parallel", "dp=2,tp=2", "--no-dedup"} << 0;
+    QTest::newRow("reduction artefact re-checked at full size")
+        << QStringList{PARAPROOF_FIXTURES "/soundness/count-six-constants.json"} << 0;
+    QTest::newRow("wrong count, full size") << QStringList{fx + "newcomer_dp2tp2_wrong_count.json"} << 1;
     QTest::newRow("invalid input") << QStringList{PARAPROOF_FIXTURES "/invalid/cycle.json"} << 2;
   }
 

@@ -24,6 +24,17 @@ QString indexString(const std::vector<int64_t>& index) {
   return "[" + parts.join(", ") + "]";
 }
 
+// " (full size [4:6, 0:4] of [8, 8])" for a diff found at reduced shape; empty otherwise.
+QString fullRange(const verify::ElementDiff& d) {
+  if (d.fullIndex.empty()) return {};
+  QStringList parts, shape;
+  for (const auto& [b, e] : d.fullIndex)
+    parts << (e - b == 1 ? QString::number(b) : QStringLiteral("%1:%2").arg(b).arg(e));
+  for (int64_t n : d.fullShape)
+    shape << QString::number(n);
+  return QStringLiteral(" (full size [%1] of [%2])").arg(parts.join(", "), shape.join(", "));
+}
+
 QString where(int device) {
   return device == kNone ? QStringLiteral("logical") : QStringLiteral("rank %1").arg(device);
 }
@@ -116,8 +127,14 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
   }
   const verify::CounterexampleReport& cex = *result->counterexample;
   diffCount_ = static_cast<int>(cex.diffs.size());
-  html += cex.confirmed ? tr("<p><b>Counterexample</b> (confirmed by concrete evaluation)</p>")
-                        : tr("<p><b>Counterexample</b> (not confirmed: may rely on an abstraction)</p>");
+  if (cex.confirmed)
+    html += tr("<p><b>Counterexample</b> (confirmed by concrete evaluation at full size)</p>");
+  else if (cex.reducedConfirmed)
+    html += tr("<p><b>Counterexample</b> (confirmed at reduced shape only, full-size re-check %1: may be a "
+               "reduction artefact)</p>")
+                .arg(QString::fromStdString(result->fullSizeCheck).toHtmlEscaped());
+  else
+    html += tr("<p><b>Counterexample</b> (not confirmed: may rely on an abstraction)</p>");
   html += tr("<p><b>Expected vs actual</b> &mdash; %1 differing elements</p>").arg(cex.diffs.size());
   html +=
       "<table class='diffs' cellspacing='0'><tr><th>where</th><th>tensor</th><th>logical</th><th>index</th>"
@@ -128,8 +145,8 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
                 "<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class='bad'>%6</td></tr>")
                 .arg(d.device == kNone ? tr("sum of parts") : where(d.device),
                      QString::fromStdString(d.tensor).toHtmlEscaped(),
-                     QString::fromStdString(d.logicalTensor).toHtmlEscaped(), indexString(d.index),
-                     num(d.expected), num(d.actual));
+                     QString::fromStdString(d.logicalTensor).toHtmlEscaped(),
+                     indexString(d.index) + fullRange(d), num(d.expected), num(d.actual));
   }
   html += "</table>";
   if (cex.diffs.size() > kMaxShownElements)

@@ -16,7 +16,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  verify PLAN.json [--jobs N] [--engine z3|random|both] [--json OUT] [--timeout S] [--deadline S]\n"
-    "                  [--verbose] [--no-reduce] [--no-fold] [--no-dedup]\n"
+    "                  [--verbose] [--no-reduce] [--full-size-recheck N] [--no-fold] [--no-dedup]\n"
     "                         prove the plan equivalent to its logical model, or show where it is not\n"
     "  verify SCRIPT.py [options]\n"
     "                         import a PyTorch script (as import-torch) and verify it\n"

@@ -41,6 +41,9 @@ const char* kHelp =
     "  --json OUT            also write the report as JSON (atomically)\n"
     "  --verbose             list every stage, not only the failing ones\n"
     "  --no-reduce           check at full shapes (no shape reduction)\n"
+    "  --full-size-recheck N a stage failing at reduced shape is re-checked at full size when its tensors\n"
+    "                        hold at most N elements (default 1048576; 0: never, the failure is then\n"
+    "                        reported as found at reduced shape only)\n"
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
     "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
@@ -99,7 +102,7 @@ std::string temporaryPlanPath() {
 int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
-             "batch", "inject", "hold-stage"},
+             "batch", "inject", "hold-stage", "full-size-recheck"},
             {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "mpi", "check-numerics"});
   if (args.has("help")) {
     std::cout << kHelp;
@@ -126,6 +129,8 @@ int runVerify(const std::vector<std::string>& argv) {
     throw UsageError("--engine must be z3, random or both, got '" + engine + "'");
   if (args.has("hold-stage")) opt.holdStage = args.getInt("hold-stage", -1, 0, 1 << 30);
   opt.reduceShapes = !args.has("no-reduce");
+  if (args.has("full-size-recheck"))
+    opt.fullSizeRecheckElements = args.getInt("full-size-recheck", 0, 0, 1 << 30);
   opt.fold = !args.has("no-fold");
   opt.dedupStages = !args.has("no-dedup");
   std::unique_ptr<verify::StageShare> share;

@@ -47,16 +47,17 @@ void numbersIn(const Json& j, std::vector<double>& out) {
 
 }  // namespace
 
-std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes,
-                                     bool powers) {
+std::set<int64_t> countLikeConstants(const std::vector<const Graph*>& graphs, bool avgGroupSizes, bool powers,
+                                     bool triples) {
   std::vector<const Op*> ops;
   for (const Graph* g : graphs)
     for (const Op& op : g->ops)
       ops.push_back(&op);
-  return countLikeConstants(ops, avgGroupSizes, powers);
+  return countLikeConstants(ops, avgGroupSizes, powers, triples);
 }
 
-std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avgGroupSizes, bool powers) {
+std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avgGroupSizes, bool powers,
+                                     bool triples) {
   std::set<int64_t> constants;
   {
     std::vector<double> cs;
@@ -67,8 +68,7 @@ std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avg
         if (!structural(key)) numbersIn(v, cs);
       auto red = op.attrs.find("reduce");
       auto grp = op.attrs.find("group");
-      if (avgGroupSizes && red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() &&
-          grp->is_array())
+      if (avgGroupSizes && red != op.attrs.end() && *red == "avg" && grp != op.attrs.end() && grp->is_array())
         cs.push_back(static_cast<double>(grp->size()));
     }
     auto add = [&constants](double x) {
@@ -86,6 +86,22 @@ std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avg
           add(x);
       for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
         add(c * d), add(c / d);
+    }
+    // Three standing for one count: a loss divided by a hard-coded micro-batch count, the avg of a dp group
+    // and a tp factor (sum / 4 with avg over 2 and * 0.5: 16). Products of c, d, e or their reciprocals, with
+    // a repeated constant allowed (c * c * d). Bounded: a plan with very many distinct constants keeps pairs.
+    // (The folds keep to pairs: their count conditions are stated for them, docs/soundness.md.)
+    constexpr size_t kMaxForTriples = 96;
+    if (triples && distinct.size() <= kMaxForTriples) {
+      std::vector<double> signedPowers;  // every constant and its reciprocal
+      for (double c : distinct)
+        signedPowers.push_back(c), signedPowers.push_back(1 / c);
+      for (size_t a = 0; a < signedPowers.size(); ++a)
+        for (size_t b = a; b < signedPowers.size(); ++b) {
+          const double ab = signedPowers[a] * signedPowers[b];
+          for (size_t k = b; k < signedPowers.size(); ++k)
+            add(ab * signedPowers[k]);
+        }
     }
   }
   return constants;
@@ -205,9 +221,9 @@ class Reducer {
     return t;
   }
 
-  void collectConstants() { constants_ = countLikeConstants(ag_.graphs(), true); }
+  void collectConstants() { constants_ = countLikeConstants(ag_.graphs(), true, true, true); }
   void collectConstants(const std::vector<const Graph*>& graphs) {
-    constants_ = countLikeConstants(graphs, true);
+    constants_ = countLikeConstants(graphs, true);  // the replica fold's truncation: pairs, as the fold
   }
 
   // O(sqrt(g)); memoised, since the same extents recur in every layer and on every device.

@@ -88,7 +88,7 @@ std::string communicationText(const CommunicationRef& c) {
 }
 
 Json counterexampleJson(const CounterexampleReport& c, const std::vector<CommunicationRef>& comm) {
-  Json j{{"confirmed", c.confirmed}};
+  Json j{{"confirmed", c.confirmed}, {"reduced_confirmed", c.reducedConfirmed}, {"full_size", c.fullSize}};
   j["hints"] = counterexampleHints(c, comm);
   j["logical_inputs"] = Json::array();
   for (const auto& t : c.logicalInputs)
@@ -104,6 +104,12 @@ Json counterexampleJson(const CounterexampleReport& c, const std::vector<Communi
             {"expected", d.expected},
             {"actual", d.actual}};
     dj["device"] = d.device == kNone ? Json(nullptr) : Json(d.device);
+    if (!d.fullIndex.empty()) {
+      dj["full_index"] = Json::array();
+      for (const auto& [b, e] : d.fullIndex)
+        dj["full_index"].push_back({b, e});
+      dj["full_shape"] = d.fullShape;
+    }
     j["diffs"].push_back(dj);
   }
   return j;
@@ -120,6 +126,17 @@ std::string idx(const std::vector<int64_t>& i) {
   for (size_t k = 0; k < i.size(); ++k)
     s += (k ? "," : "") + std::to_string(i[k]);
   return s + "]";
+}
+
+// "o[4,2:4] of [8,8]": a single index where a reduced element stands for one full-size element.
+std::string fullIndexText(const ElementDiff& d) {
+  std::string s = d.logicalTensor + "[";
+  for (size_t k = 0; k < d.fullIndex.size(); ++k) {
+    const auto [b, e] = d.fullIndex[k];
+    s += (k ? "," : "") + std::to_string(b) + (e - b == 1 ? "" : ":" + std::to_string(e));
+  }
+  std::vector<int64_t> shape(d.fullShape.begin(), d.fullShape.end());
+  return s + "] of " + idx(shape);
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -169,6 +186,7 @@ Json reportToJson(const Report& r) {
         sj["reused_from"] = res.reusedFrom;
         ++reused;
       }
+      sj["full_size_check"] = res.fullSizeCheck;
       if (res.counterexample) sj["counterexample"] = counterexampleJson(*res.counterexample, s.communication);
       ++counts[static_cast<int>(res.status)];
     } else {
@@ -225,9 +243,14 @@ std::string reportToText(const Report& r, bool verbose) {
     for (const auto& c : s.communication)
       os << "  communication: " << communicationText(c) << "\n";
     if (!res.reason.empty()) os << "  reason:  " << res.reason << "\n";
+    if (res.fullSizeCheck != "not needed") os << "  full-size re-check: " << res.fullSizeCheck << "\n";
     if (!res.counterexample) continue;
     const CounterexampleReport& c = *res.counterexample;
-    os << "  counterexample (" << (c.confirmed ? "confirmed by concrete re-evaluation" : "not confirmed")
+    os << "  counterexample ("
+       << (c.confirmed ? "confirmed by concrete re-evaluation at full size"
+           : c.reducedConfirmed
+               ? "confirmed at reduced shape only, not at full size: may be a reduction artefact"
+               : "not confirmed")
        << "):\n";
     for (const auto& t : c.logicalInputs)
       os << "    logical " << t.name << ": " << shapedValues(t.shape, t.values) << "\n";
@@ -236,8 +259,9 @@ std::string reportToText(const Report& r, bool verbose) {
     for (const auto& d : c.diffs) {
       os << "    MISMATCH "
          << (d.device == kNone ? std::string("(sum of parts)") : "rank " + std::to_string(d.device)) << " "
-         << d.tensor << " vs logical " << d.logicalTensor << idx(d.index) << ": expected " << fmt(d.expected)
-         << ", actual " << fmt(d.actual) << "\n";
+         << d.tensor << " vs logical " << d.logicalTensor << idx(d.index);
+      if (!d.fullIndex.empty()) os << " (full size: " << fullIndexText(d) << ")";
+      os << ": expected " << fmt(d.expected) << ", actual " << fmt(d.actual) << "\n";
     }
     for (const std::string& h : counterexampleHints(c, s.communication))
       os << "    hint: " << h << "\n";

@@ -61,14 +61,26 @@ struct ElementDiff {
   int device = kNone;  // kNone: a sum of value parts over several devices
   std::string tensor;  // the device tensor (or part group) that differs
   std::string logicalTensor;
-  std::vector<int64_t> index;
+  std::vector<int64_t> index;  // in the logical tensor at the shape checked (reduced when `fullIndex` is set)
   double expected = 0, actual = 0;
+  // For a counterexample found at reduced shape: the [start, end) range per dim of the full-size logical
+  // tensor that the reduced element stands for, and that tensor's full shape (empty: found at full size).
+  std::vector<std::pair<int64_t, int64_t>> fullIndex;
+  Shape fullShape;
 };
 struct CounterexampleReport {
-  bool confirmed = false;  // re-evaluated concretely with the real functions
+  // Re-evaluated concretely with the real functions, and still different, at full size. A counterexample
+  // found at reduced shape that could not be re-checked at full size is never `confirmed`: see
+  // `reducedConfirmed`.
+  bool confirmed = false;
+  bool reducedConfirmed = false;  // confirmed at the reduced shape only (may be a reduction artefact)
+  bool fullSize = true;           // values and indices are at full size
   std::vector<TensorValues> logicalInputs;
   std::vector<TensorValues> parallelInputs;
   std::vector<ElementDiff> diffs;
+  // Devices holding a differing logical element whose own value agrees there (not serialised: the hints use
+  // them, so "the ranks' values sum to the expected one" sees every holder, not only those that differ).
+  std::vector<ElementDiff> agreeing;
 };
 
 struct StageResult {
@@ -79,6 +91,12 @@ struct StageResult {
   double seconds = 0;
   int reusedFrom = kNone;  // stage whose identical canonical form was checked instead
   std::optional<CounterexampleReport> counterexample;
+  // A stage that failed at reduced shape is re-checked at full size when small enough (verify::Options::
+  // fullSizeRecheckElements): "passed" (the reduced failure was a reduction artefact; the stage passes),
+  // "failed" (the counterexample is the full-size one), "skipped: too large", "skipped: disabled",
+  // "skipped: no matching stage", "inconclusive" (the full-size check did not finish), or "not needed"
+  // (the stage did not fail at reduced shape, or its shapes were not reduced).
+  std::string fullSizeCheck = "not needed";
 };
 
 struct Report {

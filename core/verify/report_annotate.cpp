@@ -190,6 +190,11 @@ std::vector<std::string> counterexampleHints(const CounterexampleReport& c,
   std::map<std::pair<std::string, std::vector<int64_t>>, std::vector<const ElementDiff*>> byElement;
   for (const ElementDiff& d : c.diffs)
     if (d.device != kNone) byElement[{d.logicalTensor, d.index}].push_back(&d);
+  for (const ElementDiff& d : c.agreeing)  // a holder whose value agrees is still one of the summands
+    if (auto it = byElement.find({d.logicalTensor, d.index}); it != byElement.end()) it->second.push_back(&d);
+  for (auto& [key, ds] : byElement)
+    std::sort(ds.begin(), ds.end(),
+              [](const ElementDiff* a, const ElementDiff* b) { return a->device < b->device; });
   std::map<std::string, std::pair<double, std::vector<int>>> sums;  // logical tensor -> (ratio, ranks)
   std::map<std::string, bool> fits;
   for (const auto& [key, ds] : byElement) {

@@ -94,13 +94,25 @@ CounterexampleReport describeCounterexample(const solver::Problem& pb, const sol
   for (const auto& o : pb.obligations) {
     if (rep.diffs.size() >= kMaxDiffs) break;
     double e = val[o.expected], a = val[o.actual];
-    if (!solver::nearlyEqual(e, a)) rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, e, a});
+    if (!solver::nearlyEqual(e, a))
+      rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, e, a, {}, {}});
+  }
+  std::set<std::pair<std::string, std::vector<int64_t>>> differing;
+  for (const ElementDiff& d : rep.diffs)
+    differing.insert({d.logicalTensor, d.index});
+  const size_t kMaxAgreeing = 256;
+  for (const auto& o : pb.obligations) {
+    if (rep.agreeing.size() >= kMaxAgreeing) break;
+    if (o.device == kNone || !differing.count({o.logicalTensor, o.index})) continue;
+    double e = val[o.expected], a = val[o.actual];
+    if (solver::nearlyEqual(e, a))
+      rep.agreeing.push_back({o.device, o.tensor, o.logicalTensor, o.index, e, a, {}, {}});
   }
   if (rep.diffs.empty())
     for (const auto& m : cex.mismatches) {
       if (rep.diffs.size() >= kMaxDiffs) break;
       const auto& o = pb.obligations.at(m.obligation);
-      rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, m.expected, m.actual});
+      rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, m.expected, m.actual, {}, {}});
     }
   return rep;
 }
@@ -282,6 +294,8 @@ void unfoldRanks(const std::vector<int>& original, Report& rep) {
       orig(t.device);
     for (auto& d : r.counterexample->diffs)
       orig(d.device);
+    for (auto& d : r.counterexample->agreeing)
+      orig(d.device);
   }
 }
 
@@ -315,6 +329,95 @@ std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vect
                " of the plan as given";
   }
   return std::nullopt;
+}
+
+// The ops of a stage, as a key: shape reduction keeps every op, so the same stage of the unreduced plan has
+// the same key (the cutter depends on lineage and ops, not on extents).
+using StageOps = std::pair<std::vector<OpId>, std::vector<stage::DeviceOp>>;
+StageOps stageOps(const stage::Stage& s) {
+  StageOps k{s.logicalOps, s.deviceOps};
+  std::sort(k.first.begin(), k.first.end());
+  std::sort(k.second.begin(), k.second.end());
+  return k;
+}
+
+// The stage of the unreduced plan (its stages keyed by their ops) holding the ops of `reducedStage`: the one
+// with the same ops, else the smallest one holding them all (a merge the extents changed); kNone if none.
+int matchingStage(const std::map<StageOps, int>& byOps, const stage::Stage& reducedStage) {
+  const StageOps want = stageOps(reducedStage);
+  if (auto it = byOps.find(want); it != byOps.end()) return it->second;
+  int best = kNone;
+  size_t bestSize = 0;
+  for (const auto& [ops, i] : byOps) {
+    if (!std::includes(ops.first.begin(), ops.first.end(), want.first.begin(), want.first.end()) ||
+        !std::includes(ops.second.begin(), ops.second.end(), want.second.begin(), want.second.end()))
+      continue;
+    const size_t size = ops.first.size() + ops.second.size();
+    if (best == kNone || size < bestSize) best = i, bestSize = size;
+  }
+  return best;
+}
+
+// A counterexample found at reduced shape: not "confirmed" (that means at full size), and each diff names
+// the full-size index range its reduced element stands for (extent ratios per dim of its logical tensor).
+void markReduced(CounterexampleReport& c, const Plan& full, const Plan& reduced) {
+  c.fullSize = false;
+  c.reducedConfirmed = c.confirmed;
+  c.confirmed = false;
+  for (ElementDiff& d : c.diffs) {
+    const ValueId fv = full.logical.findValue(d.logicalTensor),
+                  rv = reduced.logical.findValue(d.logicalTensor);
+    if (fv == kNone || rv == kNone) continue;
+    const Shape& fs = full.logical.values[static_cast<size_t>(fv)].type.shape;
+    const Shape& rs = reduced.logical.values[static_cast<size_t>(rv)].type.shape;
+    if (fs.size() != rs.size() || d.index.size() != fs.size()) continue;
+    d.fullIndex.clear();
+    for (size_t a = 0; a < fs.size(); ++a) {
+      const int64_t f = rs[a] > 0 && fs[a] % rs[a] == 0 ? fs[a] / rs[a] : 1;
+      d.fullIndex.push_back({d.index[a] * f, d.index[a] * f + f});
+    }
+    d.fullShape = fs;
+  }
+}
+
+// A folded plan moves kept replicas and micro-batch copies along the batch (fold.h): the full-size range of a
+// diff found at reduced shape is in the folded plan's coordinates. Moves it to those of the plan as given by
+// the lineage of the same device tensor on the original rank (`originalRank`: by device index of `folded`,
+// empty when ranks are unchanged); a diff that cannot be matched (a sum of parts, a replica or copy the given
+// plan leaves implied) keeps the folded plan's coordinates.
+void unfoldFullIndex(CounterexampleReport& c, const Plan& folded, const std::vector<int>& originalRank,
+                     const Plan& given) {
+  auto deviceOf = [](const Plan& p, int rank) -> const Device* {
+    for (const Device& d : p.devices)
+      if (d.rank == rank) return &d;
+    return nullptr;
+  };
+  auto lineageOf = [](const Device& d, const std::string& tensor) -> const Lineage* {
+    const ValueId v = d.graph.findValue(tensor);
+    auto it = v == kNone ? d.lineage.end() : d.lineage.find(v);
+    return it == d.lineage.end() ? nullptr : &it->second;
+  };
+  for (ElementDiff& d : c.diffs) {
+    if (d.fullIndex.empty() || d.device == kNone) continue;
+    const Device* fd = deviceOf(folded, d.device);
+    if (!fd) continue;
+    const size_t index = static_cast<size_t>(fd - folded.devices.data());
+    const int rank = index < originalRank.size() ? originalRank[index] : d.device;
+    const Device* gd = deviceOf(given, rank);
+    const Lineage* fl = lineageOf(*fd, d.tensor);
+    const Lineage* gl = gd ? lineageOf(*gd, d.tensor) : nullptr;
+    const ValueId gv = given.logical.findValue(d.logicalTensor);
+    if (!fl || !gl || gv == kNone || fl->tensor != gl->tensor ||
+        fl->box.ranges.size() != d.fullIndex.size() || gl->box.ranges.size() != d.fullIndex.size() ||
+        fl->box.extent() != gl->box.extent())
+      continue;
+    for (size_t a = 0; a < d.fullIndex.size(); ++a) {
+      const int64_t shift = gl->box.ranges[a].first - fl->box.ranges[a].first;
+      d.fullIndex[a].first += shift;
+      d.fullIndex[a].second += shift;
+    }
+    d.fullShape = given.logical.values[static_cast<size_t>(gv)].type.shape;
+  }
 }
 
 // One verification; `unfoldWhy` (when given) receives the reason to check the plan again unfolded.
@@ -660,7 +763,101 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     }
     if (opt.dedupStages) shareIdenticalAcrossProcesses(rep);
   }
+  canonicalOwners(rep);  // before the full-size re-check, which is per stage and must not be swapped
   phase("check");
+
+  // Full-size re-check of the stages that failed at reduced shape (docs/soundness.md, "Full-size re-check").
+  const bool shapesReduced = opt.reduceShapes && reduced.reduced;
+  std::vector<stage::Stage> fullStages;
+  std::map<StageOps, int> fullByOps;
+  std::optional<stage::IntDomains> fullDomains;
+  std::map<std::string, StageResult> fullByHash;  // identical full-size stages are checked once
+  Engines fullEngines;
+  for (size_t i = 0; i < stages.size() && shapesReduced; ++i) {
+    StageResult& res = rep.results[i];
+    if (!done[i] || res.status != solver::Status::Failed) continue;
+    auto keepReduced = [&](const std::string& check, const std::string& why) {
+      res.fullSizeCheck = check;
+      res.reason += "; failed at reduced shape only (full-size re-check " + why + ")";
+      if (res.counterexample) markReduced(*res.counterexample, input, work);
+    };
+    if (opt.fullSizeRecheckElements <= 0) {
+      keepReduced("skipped: disabled", "disabled");
+      continue;
+    }
+    if (fullStages.empty()) {
+      fullStages = stage::cutStages(input);
+      for (size_t k = 0; k < fullStages.size(); ++k)
+        fullByOps.emplace(stageOps(fullStages[k]), static_cast<int>(k));
+    }
+    const int j = matchingStage(fullByOps, stages[i]);
+    if (j == kNone) {
+      keepReduced("skipped: no matching stage", "skipped: no stage of the unreduced plan holds its ops");
+      continue;
+    }
+    const stage::Stage& full = fullStages[static_cast<size_t>(j)];
+    const int64_t elements = stage::stageElements(input, full);
+    if (elements == stage::stageElements(work, stages[i]) && stageOps(full) == stageOps(stages[i])) {
+      res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
+      continue;
+    }
+    const int64_t limit = std::min(opt.fullSizeRecheckElements, opt.maxStageElements);
+    if (elements > limit) {
+      keepReduced("skipped: too large", "skipped: " + std::to_string(elements) +
+                                            " elements at full size, over " + std::to_string(limit));
+      continue;
+    }
+    if (cancelled()) {
+      keepReduced("inconclusive",
+                  "not run: " + std::string(deadlineReached ? "deadline reached" : "cancelled"));
+      continue;
+    }
+    if (!fullDomains) fullDomains = stage::intDomains(input);
+    const auto t0 = Clock::now();
+    StageResult fullRes;
+    try {
+      const auto stageDeadline = opt.timeoutSeconds > 0
+                                     ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double>(opt.timeoutSeconds))
+                                     : Clock::time_point::max();
+      solver::Problem pb = stage::lowerStage(input, full, *fullDomains, &stop, stageDeadline,
+                                             {opt.maxStageElements, opt.maxStageExprNodes});
+      const std::string hash = stage::canonicalHash(pb);
+      if (auto it = fullByHash.find(hash); it != fullByHash.end()) {
+        fullRes = it->second;
+      } else {
+        fullRes = checkProblem(pb, opt, fullEngines, budget);
+        fullByHash.emplace(hash, fullRes);
+      }
+    } catch (const std::exception& e) {
+      fullRes.status = solver::Status::Inconclusive;
+      fullRes.reason = e.what();
+    }
+    const double secs = since(t0);
+    if (fullRes.status == solver::Status::Failed) {
+      fullRes.stage = res.stage;
+      fullRes.seconds = res.seconds + secs;
+      fullRes.reason = "failed at full size (re-checked: it failed at reduced shape): " + fullRes.reason;
+      fullRes.fullSizeCheck = "failed";
+      res = std::move(fullRes);
+    } else if (fullRes.status == solver::Status::Verified) {
+      rep.notes.push_back("stage " + std::to_string(i) +
+                          " failed at reduced shape but passes at full size: the reduced failure was a "
+                          "reduction artefact (a count relation to the plan's constants that shape reduction "
+                          "does not see); the stage is verified at full size, the other stages at reduced "
+                          "shape as before (--no-reduce checks every stage at full size)");
+      fullRes.stage = res.stage;
+      fullRes.seconds = res.seconds + secs;
+      fullRes.reason = "verified at full size (" + fullRes.reason +
+                       "); the failure at reduced shape was a reduction artefact";
+      fullRes.fullSizeCheck = "passed";
+      fullRes.reusedFrom = kNone;
+      res = std::move(fullRes);
+    } else {
+      keepReduced("inconclusive", "inconclusive: " + fullRes.reason);
+    }
+  }
+  phase("full-size");
   {
     std::lock_guard lock(watchMu);
     workersDone = true;
@@ -678,7 +875,6 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
                               : rep.cancelled     ? "not run: cancelled"
                                                   : "not checked";
     }
-  canonicalOwners(rep);
   rep.verdict = overall(rep.results, stop);
   std::sort(invalid.begin(), invalid.end(),
             [](const Diagnostic& a, const Diagnostic& b) { return a.where < b.where; });
@@ -691,6 +887,12 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     met.insert(mbFolded.countsMet.begin(), mbFolded.countsMet.end());
     *unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
   }
+  // Compact plans leave replicas or copies implied: their diffs stay in the folded plan's coordinates.
+  if ((folded.folded || mbFolded.folded) && !given.replicas && !given.microbatches)
+    for (StageResult& r : rep.results)
+      if (r.counterexample && !r.counterexample->fullSize)
+        unfoldFullIndex(*r.counterexample, input, folded.folded ? folded.originalRank : std::vector<int>{},
+                        given);
   if (folded.folded) unfoldRanks(folded.originalRank, rep);
   phase("report");
   rep.seconds = since(start);

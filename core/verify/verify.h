@@ -28,6 +28,10 @@ struct Options {
   int holdStage = -1;
   EngineChoice engine = EngineChoice::Both;
   bool reduceShapes = true;
+  // A stage that fails at reduced shape may be a reduction artefact (a hard-coded count constant relating to
+  // a full-size extent): it is re-checked unreduced when its tensors hold at most this many elements in all
+  // (0: never; the failure is then reported as found at reduced shape only, never "confirmed").
+  int64_t fullSizeRecheckElements = int64_t{1} << 20;
   bool dedupStages = true;
   // Check symmetric copies as a few: replicas along a data-parallel axis (stage/fold.h) and micro-batches
   // (stage/microbatch_fold.h). Off with --no-fold.
