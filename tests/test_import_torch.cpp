@@ -4,8 +4,12 @@
 // "# ERROR-LINE" (tests/fixtures/torch). Skipped when /usr/bin/python3 cannot import torch.
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -97,6 +101,33 @@ class TestImportTorch : public QObject {
       const QString base = QFileInfo(script).fileName();
       QVERIFY2(QRegularExpression(QRegularExpression::escape(base) + ":\\d+").match(verified.out).hasMatch(),
                qPrintable(verified.out));
+    }
+  }
+
+  // Ops an nn.Module runs are scoped by its path (the module-level MODEL -> "model.fc1"), forward and on
+  // every rank; the rest by the SCRIPT.py function; each keeps its line after a space.
+  void moduleScopes() {
+    QTemporaryDir dir;
+    const QString plan = dir.filePath("plan.json");
+    const CliRun imported =
+        runCli({"import-torch", kErrors + "/module_functional_call.py", "-o", plan}, 300000);
+    QVERIFY2(imported.exitCode == 0, qPrintable(imported.err));
+    const QJsonObject root = QJsonDocument::fromJson(readText(plan).toUtf8()).object();
+    QList<QJsonArray> graphs = {root["logical"].toObject()["ops"].toArray()};
+    for (const QJsonValue& d : root["devices"].toArray())
+      graphs.push_back(d.toObject()["ops"].toArray());
+    QCOMPARE(graphs.size(), 3);
+    const QRegularExpression line(" module_functional_call\\.py:\\d+$");
+    for (const QJsonArray& ops : graphs) {
+      QSet<QString> levels;
+      for (const QJsonValue& op : ops) {
+        const QString scope = op.toObject()["scope"].toString();
+        if (scope.isEmpty()) continue;
+        QVERIFY2(line.match(scope).hasMatch(), qPrintable(scope));
+        levels.insert(scope.section(' ', 0, 0));
+      }
+      for (const char* want : {"model.fc1", "model.fc2", "model.ln", "step"})
+        QVERIFY2(levels.contains(want), qPrintable(QStringList(levels.values()).join(", ")));
     }
   }
 

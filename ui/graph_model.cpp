@@ -11,8 +11,10 @@
 namespace paraproof::ui {
 namespace {
 
-// "layers.3.attention.wq" -> {"layers.3", "attention", "wq"}: an index belongs to the name before it.
-std::vector<std::string> scopeParts(const std::string& scope) {
+// "layers.3.attention.wq" -> {"layers.3", "attention", "wq"}: an index belongs to the name before it. Text
+// after a space is a note, not a level ("model.fc1 mlp.py:20": the importer's SCRIPT.py line).
+std::vector<std::string> scopeParts(const std::string& fullScope) {
+  const std::string scope = fullScope.substr(0, fullScope.find(' '));
   std::vector<std::string> parts;
   size_t start = 0;
   while (start <= scope.size() && !scope.empty()) {

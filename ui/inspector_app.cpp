@@ -11,6 +11,7 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "core/plan/torch_import.h"
 #include "core/verify/report.h"
 #include "ui/main_window.h"
 #include "ui/verification_controller.h"
@@ -81,7 +82,8 @@ int runInspector(int argc, char** argv) {
   parser.setApplicationDescription("ParaProof Inspector: explore a parallel training plan and verify it.");
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("plan", "Plan file (JSON) to open.", "[PLAN.json]");
+  parser.addPositionalArgument("plan", "Plan file (JSON), or PyTorch SCRIPT.py to import, to open.",
+                               "[PLAN.json|SCRIPT.py]");
   QCommandLineOption verifyOpt("verify", "Run verification after opening.");
   QCommandLineOption shotOpt("screenshot", "Save a screenshot of the window to FILE and exit (headless use).",
                              "FILE");
@@ -123,6 +125,32 @@ int runInspector(int argc, char** argv) {
       printError(QString::fromUtf8(e.what()));
       if (headless || parser.isSet(verifyOpt)) return 2;
       QMessageBox::warning(&window, QObject::tr("Cannot generate plan"), QString::fromUtf8(e.what()));
+    }
+  } else if (!args.isEmpty() && isTorchScript(args[0].toStdString())) {
+    // The import takes seconds (a Python child): in the background, the window already up. Headless runs
+    // wait for it here; an interactive one gets the dialog.
+    const bool batch = headless || parser.isSet(verifyOpt);
+    if (!batch) {
+      window.openPlanFileInBackground(args[0]);
+    } else {
+      bool done = false;
+      QString error;
+      const QMetaObject::Connection opened =
+          QObject::connect(&window, &MainWindow::planOpened, &window, [&done] { done = true; });
+      const QMetaObject::Connection failed =
+          QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& e) {
+            error = e;
+            done = true;
+          });
+      window.openPlanFileInBackground(args[0], /*dialogOnError=*/false);
+      while (!done)
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+      QObject::disconnect(opened);
+      QObject::disconnect(failed);
+      if (!error.isEmpty()) {
+        printError(error);
+        return 2;
+      }
     }
   } else if (!args.isEmpty()) {
     QString error;

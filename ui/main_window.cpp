@@ -33,6 +33,7 @@
 
 #include "core/parallel/bugs.h"
 #include "core/plan/json_io.h"
+#include "core/plan/torch_import.h"
 #include "ui/counterexample_panel.h"
 #include "ui/graph_view.h"
 #include "ui/layout_worker.h"
@@ -70,15 +71,27 @@ QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) 
   return panel;
 }
 
-// Reads and validates a plan file; on failure returns no plan and the error text.
+bool isScript(const QString& path) {
+  return isTorchScript(path.toStdString());
+}
+
+// Reads and validates a plan file, or imports a SCRIPT.py (a child Python process: never on the UI thread
+// but for openPlanFile); on failure returns no plan and the error text, each diagnostic naming its
+// SCRIPT.py line.
 std::shared_ptr<Plan> tryLoadPlan(const QString& path, QString* error) {
+  std::string importerStderr;
   try {
+    if (isScript(path))
+      return std::make_shared<Plan>(loadTorchPlan(path.toStdString(), false, &importerStderr));
     return std::make_shared<Plan>(loadPlan(path.toStdString()));
   } catch (const PlanError& e) {
     QString text;
     for (const Diagnostic& d : e.diagnostics())
       text += QString::fromStdString(d.str()) + "\n";
     if (text.isEmpty()) text = QString::fromUtf8(e.what());
+    // A traceback is an importer bug: keep it for the report.
+    if (importerStderr.find("Traceback") != std::string::npos)
+      text += "\n" + QString::fromStdString(importerStderr);
     *error = text.trimmed();
   } catch (const std::exception& e) {
     *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
@@ -387,10 +400,12 @@ bool MainWindow::openPlanFile(const QString& path, QString* error) {
   return true;
 }
 
-void MainWindow::openPlanFileInBackground(const QString& path) {
+void MainWindow::openPlanFileInBackground(const QString& path, bool dialogOnError) {
   const uint64_t generation = ++loadGeneration_;
   loading_ = true;
-  statusBar()->showMessage(tr("Loading %1\u2026").arg(path));
+  const bool script = isScript(path);
+  statusBar()->showMessage(script ? tr("Importing %1 with PyTorch\u2026").arg(path)
+                                  : tr("Loading %1\u2026").arg(path));
   struct Loaded {
     std::shared_ptr<Plan> plan;
     QString error;
@@ -399,15 +414,21 @@ void MainWindow::openPlanFileInBackground(const QString& path) {
     Loaded l;
     l.plan = tryLoadPlan(path, &l.error);
     return l;
-  }).then(this, [this, generation, path](Loaded loaded) {
+  }).then(this, [this, generation, path, script, dialogOnError](Loaded loaded) {
     if (generation != loadGeneration_) {  // another plan was opened meanwhile
       destroyInBackground(std::move(loaded.plan));
       return;
     }
     loading_ = false;
     if (!loaded.plan) {
-      statusBar()->showMessage(tr("Could not open %1").arg(path));
-      QMessageBox::warning(this, tr("Cannot open plan"), loaded.error);
+      // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
+      const QString first = loaded.error.section('\n', 0, 0);
+      statusBar()->showMessage(script ? tr("Could not import %1: %2").arg(QFileInfo(path).fileName(), first)
+                                      : tr("Could not open %1").arg(path));
+      emit openFailed(loaded.error);
+      if (dialogOnError)
+        QMessageBox::warning(this, script ? tr("Cannot import script") : tr("Cannot open plan"),
+                             loaded.error);
       return;
     }
     openPlan(std::move(*loaded.plan), path);
@@ -852,7 +873,8 @@ QString MainWindow::bugNote() const {
 void MainWindow::openDialog() {
   QSettings s;
   QString path = QFileDialog::getOpenFileName(this, tr("Open Plan"), s.value("files/lastDir").toString(),
-                                              tr("ParaProof plans (*.json);;All files (*)"));
+                                              tr("Plans and PyTorch scripts (*.json *.py);;ParaProof plans "
+                                                 "(*.json);;PyTorch scripts (*.py);;All files (*)"));
   if (path.isEmpty()) return;
   s.setValue("files/lastDir", QFileInfo(path).absolutePath());
   openPlanFileInBackground(path);

@@ -40,10 +40,11 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // Loads a plan (on the calling thread) and opens it; on failure shows nothing new and returns the error
-  // text.
+  // text. A PyTorch SCRIPT.py is imported first (docs/torch-import.md).
   bool openPlanFile(const QString& path, QString* error = nullptr);
-  // Loads the plan on a background thread, then opens it; a failure is reported in a message box.
-  void openPlanFileInBackground(const QString& path);
+  // Loads the plan, or imports the SCRIPT.py, on a background thread, then opens it; a failure is shown in
+  // the status bar, emitted as openFailed and, with `dialogOnError`, reported in a message box.
+  void openPlanFileInBackground(const QString& path, bool dialogOnError = true);
   // Shows the plan: its hierarchies are built on a background thread (hierarchyPending() until then), then
   // laid out. Opening another plan meanwhile drops the stale build.
   void openPlan(Plan plan, const QString& source);
@@ -73,7 +74,8 @@ class MainWindow : public QMainWindow {
   VerificationController* controller() const { return controller_; }
 
  signals:
-  void planOpened();      // the plan is known; its hierarchies are still being built
+  void planOpened();                      // the plan is known; its hierarchies are still being built
+  void openFailed(const QString& error);  // a background load or import failed (one diagnostic a line)
   void hierarchyBuilt();  // the views show the hierarchies of the current plan (layouts may still run)
   void verificationFinished(const paraproof::verify::Report& report);
 

@@ -10,8 +10,8 @@
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/mpi_share.h"
-#include "app/cli/torch_import.h"
 #include "core/plan/json_io.h"
+#include "core/plan/torch_import.h"
 #include "core/verify/report_annotate.h"
 #include "core/verify/verify.h"
 
@@ -88,15 +88,6 @@ class Progress : public verify::Observer {
   size_t total_ = 0, done_ = 0, failed_ = 0;
 };
 
-// A fresh file in the temporary directory for an imported plan (mkstemp: no other process owns the name).
-std::string temporaryPlanPath() {
-  std::string templ = (std::filesystem::temp_directory_path() / "paraproof-import-XXXXXX.json").string();
-  const int fd = mkstemps(templ.data(), 5);
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the imported plan");
-  close(fd);
-  return templ;
-}
-
 }  // namespace
 
 int runVerify(const std::vector<std::string>& argv) {
@@ -145,29 +136,18 @@ int runVerify(const std::vector<std::string>& argv) {
   const auto loadStart = std::chrono::steady_clock::now();
   verify::Report report;
   bool loaded = false;
-  const bool script = !generated && path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+  const bool script = !generated && isTorchScript(path);
   try {
     if (script) {
-      // Import into a private temporary plan, then verify it as any plan (the report names the script).
-      const std::string tmp = temporaryPlanPath();
-      const TorchImport imported = importTorch(path, tmp, args.has("check-numerics"), /*quiet=*/true);
-      if (imported.exitCode != 0) {
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
-        // A traceback (an importer bug) goes to stderr as it came; the errors go to the report.
-        if (imported.stderrText.find("Traceback") != std::string::npos) std::cerr << imported.stderrText;
-        throw PlanError(imported.errors);
-      }
+      // Imported into a private temporary plan, then verified as any plan (the report names the script).
+      std::string stderrText;
       try {
-        plan = loadPlan(tmp);
-      } catch (...) {
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
+        plan = loadTorchPlan(path, args.has("check-numerics"), &stderrText);
+      } catch (const PlanError&) {
+        // A traceback (an importer bug) goes to stderr as it came; the errors go to the report.
+        if (stderrText.find("Traceback") != std::string::npos) std::cerr << stderrText;
         throw;
       }
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      plan.name = path;
     } else {
       plan = generated ? generateFromArgs(args) : loadPlan(path);
     }

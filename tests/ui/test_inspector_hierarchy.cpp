@@ -50,6 +50,29 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(one.shownDevices(), std::vector<int>{plan.deviceIndex(3)});
   }
 
+  // An imported op's scope "model.fc1 mlp.py:20" groups by the dotted path; the line after the space is a
+  // note (the tooltip), not a level, so the lines of one module share its group.
+  void aScopeNoteIsNotALevel() {
+    Plan plan;
+    ValueId x = plan.logical.addInput("x", {{4}, DType::F32});
+    int k = 0;
+    for (const char* scope : {"model.fc1 mlp.py:20", "model.fc1 mlp.py:21", "model.fc2 mlp.py:20"}) {
+      Op op;
+      op.id = "op" + std::to_string(k);
+      op.kind = "neg";
+      op.inputs = {x};
+      op.scope = scope;
+      plan.logical.addOp(op, {{"v" + std::to_string(k++), {{4}, DType::F32}}});
+      x = plan.logical.findValue("v" + std::to_string(k - 1));
+    }
+    GraphModel m = GraphModel::logical(plan);
+    const int model = groupLabelled(m, "model"), fc1 = groupLabelled(m, "fc1");
+    QVERIFY(model >= 0 && fc1 >= 0);
+    QCOMPARE(m.node(fc1).parent, model);
+    for (int n = 0; n < m.size(); ++n)
+      if (m.node(n).isGroup()) QVERIFY2(!m.node(n).label.contains("py"), qPrintable(m.node(n).label));
+  }
+
   // llama3-8b, 2 layers, dp2 x tp2 x pp2 with 2 micro-batches: every forward/backward op exists as "name#0"
   // and "name#1" on a device.
   static Plan microBatchedPlan() {

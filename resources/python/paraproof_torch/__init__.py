@@ -1,6 +1,6 @@
 """paraproof_torch: import a PyTorch training step and its distributed version into a ParaProof plan.
 
-A SCRIPT.py defines MESH, INPUTS, logical(...), parallel(rank, ...) and PLACEMENTS (docs/import-torch.md);
+A SCRIPT.py defines MESH, INPUTS, logical(...), parallel(rank, ...) and PLACEMENTS (docs/torch-import.md);
 `paraproof import-torch SCRIPT.py -o PLAN.json` (or `python3 -m paraproof_torch SCRIPT.py -o PLAN.json`)
 traces both with make_fx and writes the plan.
 """

@@ -36,6 +36,16 @@ def node_line(node, script):
     return script, ""
 
 
+def node_scope(node, script):
+    """The op's scope: the nn.Module path it ran in ("model.fc1"), else the SCRIPT.py function, then after a
+    space its line ("model.fc1 mlp.py:20", "parallel mlp_tp2.py:40"); the text after the space is a note, not
+    a level of the hierarchy."""
+    loc, func = node_line(node, script)
+    line = os.path.basename(loc) if loc != script else ""
+    path = node.meta.get("paraproof_scope") or func
+    return " ".join(p for p in (path, line) if p)
+
+
 def is_user_file(fname, script):
     """SCRIPT.py and the modules beside it (its own helpers, e.g. Megatron-style mappings.py)."""
     fname = os.path.abspath(fname)
@@ -81,9 +91,9 @@ class Converter:
         if attrs:
             op["attrs"] = attrs
         if node is not None:
-            loc, func = node_line(node, self.script)
-            if loc != self.script:  # a line was found: the scope names it ("mlp_tp2.py:40 parallel")
-                op["scope"] = os.path.basename(loc) + (f" {func}" if func else "")
+            scope = node_scope(node, self.script)
+            if scope:
+                op["scope"] = scope
         self.ops.append(op)
         return outs[0] if n_out == 1 and out_names is None else outs
 

@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _dist
+from . import _aten, _dist, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -88,7 +88,7 @@ def _user_line(script, exc):
 
 def _required(script, mod, name, kind):
     if not hasattr(mod, name):
-        raise ImportTorchError(f"{script.path}: SCRIPT.py must define {name} ({kind}; docs/import-torch.md)")
+        raise ImportTorchError(f"{script.path}: SCRIPT.py must define {name} ({kind}; docs/torch-import.md)")
     return getattr(mod, name)
 
 
@@ -190,8 +190,9 @@ def _example(shape, dtype):
     return torch.zeros(shape, dtype=dtype)
 
 
-def _trace(script, fn, fn_name, names, args, where):
-    """make_fx of fn over args (floats require grad, as parameters do); returns (graph module, output keys)."""
+def _trace(script, fn, fn_name, names, args, where, namespace=None):
+    """make_fx of fn over args (floats require grad, as parameters do); returns (graph module, output keys).
+    The nn.Modules of `namespace` (SCRIPT.py's globals) name the scopes of the ops they run."""
     keys = []
 
     def step(*tensors):
@@ -215,7 +216,8 @@ def _trace(script, fn, fn_name, names, args, where):
         return vals
 
     try:
-        gm = make_fx(step)(*args)
+        with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)):
+            gm = make_fx(step)(*args)
     except ImportTorchError:
         raise
     except Exception as e:
@@ -296,7 +298,8 @@ def import_script(path):
         where = f"parallel (rank {rank})"
         args = [_example(layouts[n].local_shape(coord), inputs[n][1]) for n in names]
         fn = rmod.parallel
-        gm, pkeys = _trace(script, lambda *a: fn(rank, *a), "parallel", names, args, where)
+        gm, pkeys = _trace(script, lambda *a: fn(rank, *a), "parallel", names, args, where,
+                           getattr(fn, "__globals__", None))
         missing = [k for k in keys if k not in pkeys]
         if missing:
             raise ImportTorchError(f"{script.ret_at('parallel')}: output {missing[0]!r} of logical is missing "
