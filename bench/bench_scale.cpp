@@ -1,7 +1,8 @@
 // The TrainVerify benchmark plans (docs/models.md) end to end: generate in memory (compact form) and verify,
 // each row in a child process so that its peak RSS is its own; medians of --runs runs.
 //   bench_scale [--runs N] [--jobs N] [--timeout S] [ROW...]
-// Rows: L1 L2 L3 D1 D2 D3 D3ep, the far-rank injections L3far and D3far (expected not equivalent, localised:
+// Rows: L1 L2 L3 D1 D2 D3 D3ep, the far-rank injections L3far and D3far (a rank on the pipeline stage that
+// holds the layer, dp coordinate 39 or 19; expected not equivalent, localised:
 // the row prints the failing stage's ranks and scopes), and the flatness pairs dp8/dp512 and mb2/mb16.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -37,8 +38,8 @@ const std::vector<Row> kRows = {
     {"D2", "dsv3-236b", "dp=16,tp=8,pp=4,mb=16", 8484, ""},
     {"D3", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 32371, ""},
     {"D3ep", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16,ep=8", 0, ""},
-    {"L3far", "llama3-405b", "dp=64,tp=8,pp=16,mb=16", 0, "tv07-eps@layer=100,rank=5000,mb=13"},
-    {"D3far", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 0, "tv07-eps@layer=50,rank=1500,mb=11"},
+    {"L3far", "llama3-405b", "dp=64,tp=8,pp=16,mb=16", 0, "tv07-eps@layer=100,rank=6461,mb=13"},
+    {"D3far", "dsv3-671b", "dp=32,tp=8,pp=8,mb=16", 0, "tv07-eps@layer=50,rank=1691,mb=11"},
     {"dp8", "llama3-8b", "dp=8", 0, ""},
     {"dp512", "llama3-8b", "dp=512", 0, ""},
     {"mb2", "llama3-8b", "dp=8,pp=2,mb=2", 0, ""},
