@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QStringList>
 
 struct CliRun {
@@ -9,9 +10,12 @@ struct CliRun {
   QString out, err;
 };
 
-inline CliRun runCli(const QStringList& args, int waitMs) {
+// Any program (mpirun, ...) the same way, with `env` added to the environment.
+inline CliRun runProgram(const QString& program, const QStringList& args, int waitMs,
+                         const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   QProcess p;
-  p.start(PARAPROOF_CLI, args);
+  p.setProcessEnvironment(env);
+  p.start(program, args);
   CliRun r;
   if (!p.waitForStarted(10000) || !p.waitForFinished(waitMs)) {
     p.kill();
@@ -23,4 +27,8 @@ inline CliRun runCli(const QStringList& args, int waitMs) {
   r.out = QString::fromUtf8(p.readAllStandardOutput());
   r.err = QString::fromUtf8(p.readAllStandardError());
   return r;
+}
+
+inline CliRun runCli(const QStringList& args, int waitMs) {
+  return runProgram(PARAPROOF_CLI, args, waitMs);
 }

@@ -14,35 +14,18 @@
 #include <QtTest>
 
 #include "cli_run.h"
+#include "torch_scripts.h"
 
 namespace {
 
 const QString kExamples = QStringLiteral(PARAPROOF_FIXTURES "/../../resources/examples/torch");
 const QString kErrors = QStringLiteral(PARAPROOF_FIXTURES "/torch");
 
-bool torchAvailable() {
-  QProcess p;
-  p.start("/usr/bin/python3", {"-c", "import torch"});
-  return p.waitForFinished(120000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-}
-
-QString readText(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
-}
-
 // The verdict an example states in its docstring: "Expected verdict: equivalent" / "not equivalent".
 int expectedExit(const QString& script) {
   const QString text = readText(script);
   if (text.contains("Expected verdict: not equivalent")) return 1;
   if (text.contains("Expected verdict: equivalent")) return 0;
-  return -1;
-}
-
-int markedLine(const QString& script) {
-  const QStringList lines = readText(script).split('\n');
-  for (int i = 0; i < lines.size(); ++i)
-    if (lines[i].contains("# ERROR-LINE")) return i + 1;
   return -1;
 }
 

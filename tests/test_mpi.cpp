@@ -7,6 +7,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "cli_run.h"
+
 namespace {
 
 // A report without its timings: what must be identical between one process and many.
@@ -33,29 +35,13 @@ QJsonValue readReport(const QString& path) {
   return withoutTimings(QJsonDocument::fromJson(f.readAll()).object());
 }
 
-struct Run {
-  int exitCode = -1;
-  QString err;
-};
-
-Run run(const QString& program, const QStringList& args) {
-  QProcess p;
+// mpirun as CI runs it: as root, and with 2 ranks even where fewer cores are free.
+CliRun run(const QString& program, const QStringList& args) {
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");  // CI containers run as root
+  env.insert("OMPI_ALLOW_RUN_AS_ROOT", "1");
   env.insert("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-  env.insert("OMPI_MCA_rmaps_base_oversubscribe", "1");  // 2 ranks even where fewer cores are free
-  p.setProcessEnvironment(env);
-  p.start(program, args);
-  Run r;
-  if (!p.waitForStarted(10000) || !p.waitForFinished(600000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "did not finish";
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  env.insert("OMPI_MCA_rmaps_base_oversubscribe", "1");
+  return runProgram(program, args, 600000, env);
 }
 
 }  // namespace
@@ -96,11 +82,11 @@ class TestMpi : public QObject {
     QFETCH(int, expected);
     QTemporaryDir dir;
     const QString one = dir.filePath("one.json"), many = dir.filePath("many.json");
-    const Run single =
+    const CliRun single =
         run(PARAPROOF_CLI, QStringList{"verify"} + plan + QStringList{"--json", one, "--jobs", "1"});
     QCOMPARE(single.exitCode, expected);
-    const Run shared = run(PARAPROOF_MPIEXEC, QStringList{"-n", "2", PARAPROOF_CLI, "verify"} + plan +
-                                                  QStringList{"--json", many, "--jobs", "1", "--mpi"});
+    const CliRun shared = run(PARAPROOF_MPIEXEC, QStringList{"-n", "2", PARAPROOF_CLI, "verify"} + plan +
+                                                     QStringList{"--json", many, "--jobs", "1", "--mpi"});
     QVERIFY2(shared.exitCode == expected, qPrintable(shared.err));
     const QJsonValue a = readReport(one), b = readReport(many);
     QVERIFY(!a.toObject().isEmpty());

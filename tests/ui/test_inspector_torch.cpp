@@ -5,6 +5,7 @@
 #include <QProcess>
 #include <QStatusBar>
 
+#include "../torch_scripts.h"
 #include "inspector_test_support.h"
 
 using namespace paraproof;
@@ -15,21 +16,6 @@ namespace {
 
 const QString kExamples =
     QDir::cleanPath(QStringLiteral(PARAPROOF_FIXTURES "/../../resources/examples/torch"));
-
-bool torchAvailable() {
-  QProcess p;
-  p.start("/usr/bin/python3", {"-c", "import torch"});
-  return p.waitForFinished(120000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-}
-
-int markedLine(const QString& script) {
-  QFile f(script);
-  if (!f.open(QIODevice::ReadOnly)) return -1;
-  const QStringList lines = QString::fromUtf8(f.readAll()).split('\n');
-  for (int i = 0; i < lines.size(); ++i)
-    if (lines[i].contains("# ERROR-LINE")) return i + 1;
-  return -1;
-}
 
 }  // namespace
 
