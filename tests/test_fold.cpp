@@ -81,7 +81,7 @@ class TestFold : public QObject {
   void correctPlansFoldAndVerify_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("parallel");
-    for (const char* p : {"dp=8", "dp=8,tp=2", "dp=8,tp=2,pp=2,mb=2", "dp=8,tp=2,sp", "dp=4,cp=2"})
+    for (const char* p : {"dp=8", "dp=8,tp=2", "dp=8,tp=2,pp=2,mb=2", "dp=8,tp=2,sp", "dp=8,cp=2"})
       QTest::newRow((std::string("llama-micro ") + p).c_str()) << "llama-micro" << p;
     QTest::newRow("gpt-micro dp=8 pp=2 mb=2") << "gpt-micro"
                                               << "dp=8,pp=2,mb=2";
