@@ -291,6 +291,20 @@ class TestEngines : public QObject {
     QVERIFY2(each.status == Status::Verified, each.reason.c_str());
   }
 
+  // Integer constants beyond int64 are not folded (nor wrapped) by the pool; the field engine must not wrap
+  // them either: i * 2^62 * 4 == 0 only at i = 0 over the integers, always with 64-bit wrap-around.
+  void integerArithmeticIsNeverWrapped() {
+    Builder b;
+    auto i = b.integer("i", 0, 8);
+    auto a = b.real("a"), c = b.real("c");
+    auto wrapsToZero = b.e.eq(b.e.mul({i, b.e.integer(int64_t{1} << 62), b.e.integer(4)}), b.e.integer(0));
+    b.expect(b.e.ite(wrapsToZero, a, c), a);
+    auto z3 = runZ3(b.p);
+    QCOMPARE(z3.status, Status::Failed);
+    auto f = runField(b.p);
+    QVERIFY2(f.status != Status::Verified, f.reason.c_str());
+  }
+
   void z3MemoryLimitIsInconclusive() {
     solver::Z3Options o;
     o.maxMemoryMb = 1;  // far below what any context needs: the solver gives up at once
