@@ -54,6 +54,9 @@ class FieldEngine final : public Engine {
       : trials_(std::max(1, trials)), seed_(seed), proveDivisors_(proveDivisors) {}
   std::string name() const override { return "random"; }
   Result check(const Problem& problem, const Budget& budget) override;
+  // A trial (inputs in their ranges) where every guarded obligation's logical side is defined, within
+  // `attempts`: a witness that the premises and all definedness guards hold together.
+  bool guardsHold(const Problem& problem, int attempts);
 
  private:
   // Degenerate: some obligation's logical side divides by zero in the field (redrawn). TooClose: a comparison
@@ -547,7 +550,24 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
   return finish(r);
 }
 
+bool FieldEngine::guardsHold(const Problem& problem, int attempts) {
+  const ProblemScope scope = guardScopeOf(problem);
+  if (scope.open.empty()) return true;
+  uint64_t s = seed_;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    size_t bad = 0;
+    const TrialOutcome t = runTrial(problem, scope, splitmix(s), attempt, attempt % 2 == 1, bad);
+    // Mismatch: defined, only the (unevaluated) plan sides differ.
+    if (t == TrialOutcome::Agree || t == TrialOutcome::Mismatch) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool guardsHoldSomewhere(const Problem& problem, int attempts) {
+  return FieldEngine(1, 0x5eed, false).guardsHold(problem, attempts);
+}
 
 std::unique_ptr<Engine> makeFieldEngine(int trials, uint64_t seed, bool proveDivisors) {
   return std::make_unique<FieldEngine>(trials, seed, proveDivisors);
