@@ -130,8 +130,8 @@ StageResult cancelledResult(std::string engine) {
   return res;
 }
 
-StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
-                         const solver::Budget& budget) {
+StageResult decideProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
+                          const solver::Budget& budget) {
   StageResult res;
   if (pb.obligations.empty()) {
     res.status = solver::Status::Verified;
@@ -190,6 +190,21 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   if (z.status == solver::Status::Inconclusive && fieldResult.status == solver::Status::Verified)
     res.reason += "; the random-field engine found no difference (" + fieldResult.reason + ")";
   if (z.cex) res.counterexample = describeCounterexample(*toSolve, *z.cex);
+  return res;
+}
+
+// An engine's "verified" is a proof only if its premises and every obligation's definedness guard can hold
+// (docs/soundness.md, "Engines"); otherwise the stage is inconclusive, the reason naming the obligation.
+StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
+                         const solver::Budget& budget) {
+  StageResult res = decideProblem(pb, opt, eng, budget);
+  if (res.status != solver::Status::Verified) return res;
+  solver::Z3Options z3opt;
+  z3opt.maxMemoryMb = opt.z3MemoryMb;
+  const solver::Result premises = solver::checkPremises(pb, budget, z3opt);
+  if (premises.status == solver::Status::Verified) return res;
+  res.status = solver::Status::Inconclusive;
+  res.reason = premises.reason + "; the engines' verdict is withheld (" + res.reason + ")";
   return res;
 }
 
