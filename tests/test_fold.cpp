@@ -225,6 +225,35 @@ class TestFold : public QObject {
     QCOMPARE(verify::verdictName(w.verdict), "not_equivalent");
   }
 
+  // Size points (docs/soundness.md): the fold is checked at two replica counts, 2 and 4 of 16, whatever
+  // constants the plan holds. A wrong hard-coded count (0.5 three times: 1/8 where the model's mean over
+  // 16 replicas needs 1/16) is right at one folded count at most.
+  void foldIsCheckedAtTwoReplicaCounts() {
+    const std::string dir = std::string(PARAPROOF_FIXTURES) + "/soundness/";
+    const Plan wrong = loadPlan(dir + "kind4-three-constants-replica-fold.json");
+    const stage::FoldedPlan first = stage::foldReplicas(wrong, "dp", 0);
+    const stage::FoldedPlan second = stage::foldReplicas(wrong, "dp", 1);
+    QVERIFY(first.folded && second.folded);
+    QVERIFY(first.count < second.count);
+    QCOMPARE(verify::verdictName(run(wrong, true).verdict), "not_equivalent");
+    const verify::Report right = run(loadPlan(dir + "kind4-three-constants-replica-fold-correct.json"), true);
+    QCOMPARE(verify::verdictName(right.verdict), "equivalent");
+  }
+
+  // Condition D: dividing by the square of a run-time count of the replicas (an all-reduce sum of ones)
+  // depends on the count through more powers than two counts pin down: the plan is checked unfolded. The
+  // same count used once keeps the fold.
+  void countUsedSquaredIsCheckedUnfolded() {
+    const std::string dir = std::string(PARAPROOF_FIXTURES) + "/soundness/";
+    const verify::Report squared = run(loadPlan(dir + "kind7-runtime-count-squared-replica-fold.json"), true);
+    QCOMPARE(verify::verdictName(squared.verdict), "not_equivalent");
+    QVERIFY(!squared.notes.empty() && squared.notes.front().find("condition D") != std::string::npos);
+    const verify::Report once =
+        run(loadPlan(dir + "kind7-runtime-count-squared-replica-fold-correct.json"), true);
+    QCOMPARE(verify::verdictName(once.verdict), "equivalent");
+    QVERIFY(folded(once));
+  }
+
   void foldKeepsTheRanksOfThePlanAsGiven() {
     const Plan plan = generated("llama-micro", "dp=8,tp=2", "tv07-eps@layer=1,rank=13");
     const stage::FoldedPlan fp = stage::foldReplicas(plan);
