@@ -125,6 +125,8 @@ class TestFold : public QObject {
     } catch (const std::invalid_argument&) {
       QSKIP("the bug needs dp=2 exactly");
     }
+    // Where the fold does not apply (ZeRO shards) folded and unfolded are one and the same run.
+    if (!stage::foldReplicas(plan).folded) QSKIP("the replica fold does not apply to this plan");
     const verify::Report f = run(plan, true), u = run(plan, false), c = run(compact, true);
     QCOMPARE(verify::verdictName(c.verdict), verify::verdictName(u.verdict));
     QCOMPARE(verify::verdictName(f.verdict), verify::verdictName(u.verdict));
@@ -255,7 +257,7 @@ class TestFold : public QObject {
   }
 
   void foldKeepsTheRanksOfThePlanAsGiven() {
-    const Plan plan = generated("llama-micro", "dp=8,tp=2", "tv07-eps@layer=1,rank=13");
+    const Plan plan = generated("llama-micro", "dp=16,tp=2", "tv07-eps@layer=1,rank=13");
     const stage::FoldedPlan fp = stage::foldReplicas(plan);
     QVERIFY(fp.folded);
     QCOMPARE(fp.originalRank.size(), fp.plan.devices.size());

@@ -125,6 +125,12 @@ class TestMicroBatchFold : public QObject {
         QSKIP(e.what());
       }
     }
+    // Where the fold does not apply, folded and unfolded are one and the same run. ZeRO plans with experts
+    // at 8 micro-batches, checked folded at every size point, unfolded and compact, take over ten minutes
+    // on 2 cores: test_bugs and test_gen_verify check those bugs where they are injected.
+    if (!stage::foldMicroBatches(plan).folded) QSKIP("the micro-batch fold does not apply to this plan");
+    if (par.find("zero") != std::string::npos && par.find("ep=") != std::string::npos)
+      QSKIP("ZeRO with experts: checked by test_bugs and test_gen_verify");
     compact = generated(entry.model, par, inject, true);
     const verify::Report f = run(plan, true), u = run(plan, false), c = run(compact, true);
     const std::set<std::string> wf = wrongTensors(f), wu = wrongTensors(u);
@@ -137,11 +143,12 @@ class TestMicroBatchFold : public QObject {
   }
 
   // The agreement above says little unless the fold applies to most of those plans.
-  void catalogPlansAtMb8MostlyFold() {
+  // At 16 micro-batches a bug on one copy keeps three, which leaves two candidate counts (4 and 8).
+  void catalogPlansAtMb16MostlyFold() {
     int plans = 0, foldedRuns = 0;
     for (const parallel::BugEntry& entry : parallel::bugCatalog()) {
       try {
-        const Plan p = generated(entry.model, withMicroBatches(entry.parallel, 8), entry.id);
+        const Plan p = generated(entry.model, withMicroBatches(entry.parallel, 16), entry.id);
         ++plans;
         foldedRuns += stage::foldMicroBatches(p).folded;
       } catch (const std::invalid_argument&) {
@@ -230,7 +237,7 @@ class TestMicroBatchFold : public QObject {
     const Plan plan = withEps(generated("llama-micro", "pp=2,mb=8"), 1.0 / 32);
     const stage::FoldedPlan fp = stage::foldMicroBatches(plan);
     QVERIFY(fp.folded);
-    QCOMPARE(fp.countsMet, (std::set<int64_t>{32}));
+    QVERIFY(fp.countsMet.count(32));
     QVERIFY(fp.plan.devices[0].graph.ops.size() < plan.devices[0].graph.ops.size());
     const verify::Report r = run(plan, true);
     QCOMPARE(verify::verdictName(r.verdict), "equivalent");
@@ -240,7 +247,7 @@ class TestMicroBatchFold : public QObject {
   void failureBesideACountLikeConstantIsCheckedUnfolded() {
     // The wrong eps sits in a norm stage, beside the constant 1/32: checked again unfolded, still found.
     const Plan plan =
-        withEps(generated("llama-micro", "pp=2,mb=8", "tv07-eps@layer=1,rank=1,mb=5"), 1.0 / 32);
+        withEps(generated("llama-micro", "pp=2,mb=16", "tv07-eps@layer=1,rank=1,mb=5"), 1.0 / 32);
     const verify::Report r = run(plan, true);
     QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
     QVERIFY(checkedUnfolded(r));
@@ -248,9 +255,9 @@ class TestMicroBatchFold : public QObject {
   }
   void failureAwayFromTheConstantStaysFolded() {
     // A missing all-reduce is in no stage with the constant: the folded failure stands. (Groups of 2 and 4
-    // here: 1/128 could be 8 micro-batches times 16, not 4 times any group, so 4 copies are checked.)
-    const Plan plan =
-        withEps(generated("llama-micro", "tp=2,pp=2,mb=8", "tv01-allreduce-missing@layer=1,mb=5"), 1.0 / 128);
+    // here: 1/2048 could be no full count 16 times a product of two groups.)
+    const Plan plan = withEps(
+        generated("llama-micro", "tp=2,pp=2,mb=16", "tv01-allreduce-missing@layer=1,mb=5"), 1.0 / 2048);
     const verify::Report r = run(plan, true);
     QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
     QVERIFY(folded(r));
