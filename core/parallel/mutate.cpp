@@ -677,18 +677,45 @@ std::vector<int> lineOf(const Plan& plan, int d) {
   return out;
 }
 
+// `name` moved from micro-batch copy `from` to copy `to` ("x#0~1" -> "x#1~1"); other names unchanged.
+std::string inCopy(const std::string& name, const std::string& from, const std::string& to) {
+  if (from.empty() || copyMarker(name) != from) return name;
+  const size_t h = name.rfind(from);
+  return name.substr(0, h) + to + name.substr(h + from.size());
+}
+
 // Op `opId` replaced, on every device of d's line, by `before` + the op with input `slot` reading `input`.
+// In a compact plan an op of a template copy is edited in both template copies (the implied copies are
+// translates of the pair, which must stay translates of each other).
 void insertBefore(Plan& plan, int d, const std::string& opId, const std::vector<NewOp>& before, size_t slot,
                   const std::string& input) {
-  for (int e : lineOf(plan, d)) {
-    Device& dev = plan.devices[e];
-    if (dev.graph.findOp(opId) == kNone) continue;
-    NewOp op = asNewOp(dev, dev.graph.ops[dev.graph.findOp(opId)]);
-    op.inputs.at(slot) = input;
-    std::vector<NewOp> repl = before;
-    repl.push_back(op);
-    replaceOp(dev, opId, repl);
+  const std::string marker = copyMarker(opId);
+  std::vector<std::string> copies{marker};
+  if (plan.microbatches && !marker.empty()) {
+    const std::string a = "#" + std::to_string(plan.microbatches->from),
+                      b = "#" + std::to_string(plan.microbatches->from + 1);
+    if (marker == a) copies.push_back(b);
+    if (marker == b) copies.push_back(a);
   }
+  for (int e : lineOf(plan, d))
+    for (const std::string& to : copies) {
+      Device& dev = plan.devices[e];
+      const std::string id = inCopy(opId, marker, to);
+      if (dev.graph.findOp(id) == kNone) continue;
+      NewOp op = asNewOp(dev, dev.graph.ops[dev.graph.findOp(id)]);
+      op.inputs.at(slot) = inCopy(input, marker, to);
+      std::vector<NewOp> repl;
+      for (NewOp n : before) {
+        n.id = inCopy(n.id, marker, to);
+        for (std::string& v : n.inputs)
+          v = inCopy(v, marker, to);
+        for (std::string& v : n.outputs)
+          v = inCopy(v, marker, to);
+        repl.push_back(std::move(n));
+      }
+      repl.push_back(op);
+      replaceOp(dev, id, repl);
+    }
 }
 
 // Proper divisors >= 2 of n: the sizes a fold or reduction of n could check (1 when there is none).
