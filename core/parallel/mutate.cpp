@@ -860,7 +860,25 @@ std::optional<std::string> pinLineageBox(Plan& plan, MutationRng& rng) {
       if (!(b == l.box) && sameExtents(b, l.box)) out.push_back(b);
     return out;
   };
-  std::erase_if(sites, [&](const Site& s) { return others(s).empty(); });
+  // A compact plan's template pair defines every implied box by its step: a pinned template (step zero)
+  // tiles nothing, which the format rejects. Only a further stated replica or copy (a deviant) can be pinned.
+  auto isTemplate = [&](const Site& s) {
+    const Device& dev = plan.devices[s.device];
+    if (plan.microbatches) {
+      const std::string m = copyMarker(valueName(dev, s.value));
+      if (m == "#" + std::to_string(plan.microbatches->from) ||
+          m == "#" + std::to_string(plan.microbatches->from + 1))
+        return true;
+    }
+    if (plan.replicas) {
+      const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), plan.replicas->axis);
+      const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
+      if (a < dev.coord.size() && (dev.coord[a] == plan.replicas->from || dev.coord[a] == plan.replicas->to))
+        return true;
+    }
+    return false;
+  };
+  std::erase_if(sites, [&](const Site& s) { return isTemplate(s) || others(s).empty(); });
   if (sites.empty()) return std::nullopt;
   const Site& s = pickSpread(rng, sites, [&](const Site& a) {
     return plan.devices[a.device].lineage.at(a.value).tensor;
