@@ -788,9 +788,16 @@ std::optional<std::string> foldCountConstant(Plan& plan, MutationRng& rng) {
     const int64_t smaller = rng.pick(smallerCounts(g));
     const bool wasSum = first.attrs.value("reduce", "") == "sum";
     const double factor = wasSum ? static_cast<double>(smaller) : 1.0 / static_cast<double>(smaller);
-    for (const OpSite& m : membersOf(plan, instanceOf(first))) {
-      Device& dev = plan.devices[m.device];
-      const Op op = dev.graph.ops[m.op];
+    // Every member, and in a compact plan the same call in every stated replica of a member's line (a
+    // collective within a replica has an instance per replica: the template pair must change together).
+    std::set<std::pair<int, std::string>> calls;
+    for (const OpSite& m : membersOf(plan, instanceOf(first)))
+      for (int e : lineOf(plan, m.device))
+        if (plan.devices[e].graph.findOp(plan.devices[m.device].graph.ops[m.op].id) != kNone)
+          calls.insert({e, plan.devices[m.device].graph.ops[m.op].id});
+    for (const auto& [d, id] : calls) {
+      Device& dev = plan.devices[d];
+      const Op op = dev.graph.ops[dev.graph.findOp(id)];
       NewOp coll = asNewOp(dev, op);
       coll.attrs["reduce"] = wasSum ? "avg" : "sum";
       std::vector<NewOp> repl;
