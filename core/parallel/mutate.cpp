@@ -1042,6 +1042,70 @@ std::optional<std::string> narrowIntId(Plan& plan, MutationRng& rng) {
          " of " + std::to_string(v) + " classes)";
 }
 
+// ---- compact plans: one edit of the template, every stated replica ------------------------------------
+
+bool sameProgram(const Device& a, const Device& b) {
+  if (a.graph.ops.size() != b.graph.ops.size() || a.graph.outputs != b.graph.outputs ||
+      a.graph.inputs != b.graph.inputs)
+    return false;
+  for (size_t o = 0; o < a.graph.ops.size(); ++o) {
+    const Op &x = a.graph.ops[o], &y = b.graph.ops[o];
+    if (x.id != y.id || x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs != y.attrs)
+      return false;
+  }
+  return true;
+}
+
+// Replica `sOld`'s program after the edit that made `dOld` into `dNew` (two replicas of one line): dNew's
+// program with s's own rank, coordinate, per-replica attributes (those where d and s differ: in-replica
+// group members, peers, instances) where the edit left d's unchanged, and s's lineage by value name.
+Device retarget(const Device& dOld, const Device& dNew, const Device& sOld) {
+  Device out = dNew;
+  out.rank = sOld.rank;
+  out.coord = sOld.coord;
+  for (Op& op : out.graph.ops) {
+    const OpId io = dOld.graph.findOp(op.id), is = sOld.graph.findOp(op.id);
+    if (io == kNone || is == kNone) continue;
+    const Json &od = dOld.graph.ops[io].attrs, &os = sOld.graph.ops[is].attrs;
+    for (const auto& [k, v] : os.items())
+      if (od.value(k, Json()) != v && op.attrs.value(k, Json()) == od.value(k, Json())) op.attrs[k] = v;
+  }
+  out.lineage.clear();
+  for (const auto& [v, lin] : dNew.lineage) {
+    const std::string& name = dNew.graph.values[v].name;
+    const ValueId sv = sOld.graph.findValue(name);
+    if (sv == kNone) {
+      out.lineage[v] = lin;  // a value the edit made (none has a lineage of its own today)
+    } else if (auto it = sOld.lineage.find(sv); it != sOld.lineage.end()) {
+      out.lineage[v] = it->second;
+    }
+  }
+  return out;
+}
+
+// In a compact plan, an edit of one stated replica's program is made on every stated replica of its line:
+// the template pair stays a pair of translates, so the edit reaches every implied replica. Lineage edits are
+// not copied (a lineage that stops advancing is what shift-lineage and pin-lineage-box test).
+bool alignStatedReplicas(const Plan& before, Plan& after) {
+  if (!after.replicas || before.devices.size() != after.devices.size()) return false;
+  bool aligned = false;
+  std::set<int> done;
+  for (int d = 0; d < static_cast<int>(after.devices.size()); ++d) {
+    if (done.count(d)) continue;
+    const std::vector<int> line = lineOf(after, d);
+    done.insert(line.begin(), line.end());
+    std::vector<int> changed, same;
+    for (int e : line)
+      (sameProgram(before.devices[e], after.devices[e]) ? same : changed).push_back(e);
+    if (changed.empty() || same.empty()) continue;
+    for (int e : same)
+      after.devices[e] = retarget(before.devices[changed.front()], after.devices[changed.front()],
+                                  before.devices[e]);
+    aligned = true;
+  }
+  return aligned;
+}
+
 }  // namespace
 
 const std::vector<MutationOperator>& mutationOperators() {
@@ -1095,6 +1159,7 @@ Mutant makeMutant(const Plan& correct, uint64_t seed, int index, const std::vect
     }
     if (what) {
       m.description = *what;
+      if (alignStatedReplicas(correct, m.plan)) m.description += " (on every stated replica of its line)";
       return m;
     }
   }
