@@ -970,15 +970,76 @@ std::vector<int> widestGroup(const Device& dev) {
   return best.size() >= 2 ? best : std::vector<int>{};
 }
 
-// A divisor multiplied by c^2 / m^2, c a count of the group's members taken at run time (an all_reduce sum of
-// ones over the group): right when the group is folded to m members, wrong at its full size.
+// The micro-batch copies a device states ("#j" in its op ids), in order.
+std::vector<int> statedCopies(const Device& dev) {
+  std::set<int> js;
+  for (const Op& op : dev.graph.ops)
+    if (std::string m = copyMarker(op.id); !m.empty()) js.insert(std::stoi(m.substr(1)));
+  return {js.begin(), js.end()};
+}
+
+// c = the number of micro-batch copies, counted at run time: a one per copy ("mutant.one#j") summed by an
+// accumulation chain over the copies (the form the micro-batch fold folds), at the start of the program of
+// device d (and of every stated replica of its line). In a compact plan the chain over the stated copies
+// stands for the chain over all of them.
+std::string addCopyCount(Plan& plan, int d) {
+  for (int e : lineOf(plan, d)) {
+    Device& dev = plan.devices[e];
+    const std::vector<int> js = statedCopies(dev);
+    if (js.size() < 2 || dev.graph.findOp("mutant.copy_count") != kNone) continue;
+    std::vector<NewOp> ops;
+    for (int j : js) {
+      NewOp one;
+      one.id = "mutant.one#" + std::to_string(j);
+      one.kind = "constant";
+      one.attrs = {{"shape", Json::array()}, {"value", 1.0}};
+      one.outputs = {one.id};
+      ops.push_back(one);
+    }
+    std::string acc = "mutant.one#" + std::to_string(js[0]);
+    for (size_t k = 1; k < js.size(); ++k) {
+      NewOp add;
+      add.id = k + 1 == js.size() ? "mutant.copy_count" : "mutant.copy_count.acc." + std::to_string(k);
+      add.kind = "add";
+      add.inputs = {acc, "mutant.one#" + std::to_string(js[k])};
+      add.outputs = {add.id};
+      ops.push_back(add);
+      acc = add.id;
+    }
+    ops.push_back(asNewOp(dev, dev.graph.ops.front()));
+    replaceOp(dev, dev.graph.ops.front().id, ops);
+  }
+  return "mutant.copy_count";
+}
+
+// A divisor multiplied by c^2 / m^2, c a count taken at run time: of the members of the device's widest group
+// (an all_reduce sum of ones over it), or of its micro-batch copies (an accumulation of ones over them).
+// Right when the group or the copies are folded to m, wrong at the full count.
 std::optional<std::string> countSquared(Plan& plan, MutationRng& rng) {
   std::vector<DivisorSite> sites = divisorSites(plan);
-  std::erase_if(sites, [&](const DivisorSite& s) { return widestGroup(plan.devices[s.at.device]).empty(); });
+  std::erase_if(sites, [&](const DivisorSite& s) {
+    const Device& dev = plan.devices[s.at.device];
+    return widestGroup(dev).empty() && statedCopies(dev).size() < 2;
+  });
   if (sites.empty()) return std::nullopt;
   const DivisorSite s = pickSpread(rng, sites, [&](const DivisorSite& a) { return kindAt(plan, a.at); });
   const Op op = plan.devices[s.at.device].graph.ops[s.at.op];
   const std::vector<int> group = widestGroup(plan.devices[s.at.device]);
+  const int64_t copies = microBatchCount(plan, plan.devices[s.at.device]);
+  if (statedCopies(plan.devices[s.at.device]).size() >= 2 && copies >= 2 && (group.empty() || rng.coin())) {
+    const int64_t m = rng.pick(smallerCounts(copies));
+    const std::string label = opLabel(plan, s.at.device, s.at.op);
+    const std::string old = valueName(plan.devices[s.at.device], op.inputs[s.slot]);
+    const std::string c = addCopyCount(plan, s.at.device);
+    const NewOp sq = newOp(op, "count_sq", "mul", {c, c});
+    const NewOp k = newOp(op, "count_sq_over_m2", "scale", {sq.outputs[0]},
+                          {{"factor", 1.0 / static_cast<double>(m * m)}});
+    const NewOp div = newOp(op, "count_sq_divisor", "mul", {old, k.outputs[0]});
+    insertBefore(plan, s.at.device, op.id, {sq, k, div}, s.slot, div.outputs[0]);
+    return label + ": count '" + old + "' -> '" + old + "' * c^2 / " + std::to_string(m * m) +
+           ", c = a run-time count of the " + std::to_string(copies) + " micro-batch copies (right only at " +
+           std::to_string(m) + " copies)";
+  }
   const int64_t g = static_cast<int64_t>(group.size()), m = rng.pick(smallerCounts(g));
   const std::string label = opLabel(plan, s.at.device, s.at.op);
   const std::string old = valueName(plan.devices[s.at.device], op.inputs[s.slot]);
