@@ -246,6 +246,65 @@ class TestEngines : public QObject {
     QVERIFY2(g.status == Status::Verified, g.reason.c_str());
   }
 
+  // A logical side undefined for every input makes its obligation vacuous: the engines prove any device
+  // value for it, so their "verified" counts only when the premises and each guard can hold.
+  void vacuousGuardsAreNoProof() {
+    Builder b;
+    auto x = b.real("x"), y = b.real("y");
+    auto never = b.e.div(x, b.e.sub(x, x));  // x / (x - x): undefined everywhere, not a constant divisor
+    QVERIFY(!b.e.isConst(b.e.sub(x, x)));
+    b.expect(never, b.e.mul(b.e.real(3), y));       // any device value
+    QCOMPARE(runZ3(b.p).status, Status::Verified);  // vacuously: no input where the guard holds
+    QVERIFY(solver::proveByNormalisation(b.p, {10, nullptr}).provedCount == 0);
+    auto v = solver::checkPremises(b.p, {30, nullptr});
+    QCOMPARE(v.status, Status::Inconclusive);
+    QVERIFY2(v.reason.find("vacuous") != std::string::npos, v.reason.c_str());
+    // Identical sides are no exception: nothing holds where nothing is defined.
+    Builder same;
+    auto z = same.real("z");
+    auto q = same.e.div(z, same.e.sub(z, z));
+    same.expect(q, q);
+    QCOMPARE(solver::checkPremises(same.p, {30, nullptr}).status, Status::Inconclusive);
+    // A guard that only the integer premises make unsatisfiable: 1 / (i - 3) with i in [3, 4).
+    Builder ranged;
+    auto i = ranged.integer("i", 3, 4);
+    auto inv = ranged.e.div(ranged.e.one(), ranged.e.toReal(ranged.e.sub(i, ranged.e.integer(3))));
+    ranged.expect(inv, ranged.e.zero());
+    QCOMPARE(runZ3(ranged.p).status, Status::Verified);
+    QCOMPARE(solver::checkPremises(ranged.p, {30, nullptr}).status, Status::Inconclusive);
+    // Satisfiable guards (and obligations without division) pass; a guard of one obligation is checked
+    // alone, not together with another's (1/x and 1/(x - 1) each can be defined, and are together too).
+    Builder fine;
+    auto u = fine.real("u"), w = fine.real("w");
+    fine.expect(fine.e.div(u, w), fine.e.div(fine.e.add(u, u), fine.e.add(w, w)));
+    fine.expect(fine.e.div(u, fine.e.sub(w, fine.e.one())), u);
+    fine.expect(fine.e.add(u, w), fine.e.add(w, u));
+    auto ok = solver::checkPremises(fine.p, {30, nullptr});
+    QVERIFY2(ok.status == Status::Verified, ok.reason.c_str());
+    // Guards that cannot hold together but each can: no obligation is vacuous.
+    Builder apart;
+    auto t = apart.real("t");
+    auto pos = apart.e.lt(apart.e.zero(), t);
+    apart.expect(apart.e.ite(pos, apart.e.div(t, t), apart.e.div(t, apart.e.sub(t, t))), apart.e.one());
+    apart.expect(apart.e.ite(pos, apart.e.div(t, apart.e.sub(t, t)), apart.e.div(t, t)), apart.e.one());
+    auto each = solver::checkPremises(apart.p, {30, nullptr});
+    QVERIFY2(each.status == Status::Verified, each.reason.c_str());
+  }
+
+  // Integer constants beyond int64 are not folded (nor wrapped) by the pool; the field engine must not wrap
+  // them either: i * 2^62 * 4 == 0 only at i = 0 over the integers, always with 64-bit wrap-around.
+  void integerArithmeticIsNeverWrapped() {
+    Builder b;
+    auto i = b.integer("i", 0, 8);
+    auto a = b.real("a"), c = b.real("c");
+    auto wrapsToZero = b.e.eq(b.e.mul({i, b.e.integer(int64_t{1} << 62), b.e.integer(4)}), b.e.integer(0));
+    b.expect(b.e.ite(wrapsToZero, a, c), a);
+    auto z3 = runZ3(b.p);
+    QCOMPARE(z3.status, Status::Failed);
+    auto f = runField(b.p);
+    QVERIFY2(f.status != Status::Verified, f.reason.c_str());
+  }
+
   void z3MemoryLimitIsInconclusive() {
     solver::Z3Options o;
     o.maxMemoryMb = 1;  // far below what any context needs: the solver gives up at once

@@ -1,6 +1,8 @@
 // The expression pool: hash-consing, exact folding, and concrete evaluation.
 #include <QtTest>
 
+#include <cmath>
+
 #include "core/solver/engine.h"
 #include "core/sym/expr.h"
 
@@ -22,6 +24,48 @@ class TestExpr : public QObject {
     QCOMPARE(p.mul(p.real(0.5), p.real(0.25)), p.real(0.125));
     // 0.1 * 0.1 is not exactly representable: kept as a product, never rounded.
     QVERIFY(p.mul(p.real(0.1), p.real(0.1)) != p.real(0.1 * 0.1));
+  }
+  // A fold is exact over the reals or does not happen: a product or quotient that underflows (to 0 or to a
+  // rounded subnormal) is kept as a term, so a term nonzero over the reals never vanishes.
+  void foldsNeverUnderflow() {
+    sym::ExprPool p;
+    auto x = p.var({"x", sym::Sort::Real});
+    const double tiny = std::ldexp(1.0, -600), least = std::ldexp(1.0, -1074);
+    QVERIFY(p.mul(p.real(tiny), p.real(tiny)) != p.zero());
+    QVERIFY(!p.isConst(p.mul(p.real(tiny), p.real(tiny))));
+    QVERIFY(p.mul({p.real(tiny), p.real(tiny), x}) != p.zero());
+    QVERIFY(!p.isConst(p.mul(p.real(tiny), p.mul(p.real(tiny), x)), 0.0));
+    QVERIFY(!p.isConst(p.div(p.real(least), p.real(2))));
+    // A result below the normal range whose low bits are lost is no fold either.
+    const double a = std::ldexp(1.0 + std::ldexp(1.0, -52), -600),
+                 b = std::ldexp(1.0 + std::ldexp(1.0, -52), -400);
+    QVERIFY(!p.isConst(p.mul(p.real(a), p.real(b))));
+    // An exact subnormal result is a fold like any other.
+    QCOMPARE(p.mul(p.real(std::ldexp(1.0, -1070)), p.real(std::ldexp(1.0, -4))), p.real(least));
+    QCOMPARE(p.div(p.real(std::ldexp(1.0, -1073)), p.real(2)), p.real(least));
+    // x / 2^-1074 is x * 2^1074, not x * inf.
+    const auto q = p.div(x, p.real(least));
+    for (auto a : p.node(q).args)
+      QVERIFY(!p.isConst(a) || std::isfinite(p.node(a).value));
+    QVERIFY(p.add(p.real(0.1), p.real(0.2)) != p.real(0.1 + 0.2));
+    QVERIFY(!p.isConst(p.add(p.real(0.1), p.real(0.2))));
+    QCOMPARE(p.add(p.real(0.5), p.real(0.25)), p.real(0.75));
+  }
+  // Integer constants fold only without overflow, convert to reals only when exact, and compare as integers.
+  void integerFoldsAreExact() {
+    sym::ExprPool p;
+    const int64_t big = int64_t{1} << 62;
+    auto i = p.var({"i", sym::Sort::Int});
+    QVERIFY(!p.isConst(p.add(p.integer(big), p.integer(big))));
+    QCOMPARE(p.node(p.mul({p.integer(big), p.integer(4), i})).args.size(), size_t{3});  // big * 4 kept apart
+    QVERIFY(!p.isConst(p.mul(p.integer(big), p.integer(4))));
+    QCOMPARE(p.add(p.integer(3), p.integer(4)), p.integer(7));
+    const int64_t odd = (int64_t{1} << 53) + 1;  // no double holds it
+    QVERIFY(!p.isConst(p.toReal(p.integer(odd))));
+    QCOMPARE(p.toReal(p.integer(1 << 20)), p.real(1 << 20));
+    QCOMPARE(p.max(p.integer(odd), p.integer(odd - 1)), p.integer(odd));
+    QCOMPARE(p.min(p.integer(odd), p.integer(odd - 1)), p.integer(odd - 1));
+    QVERIFY(!p.isConst(p.integer(odd), static_cast<double>(odd - 1)));
   }
   void maxAndMinAreFlattenedSortedAndIdempotent() {
     sym::ExprPool p;

@@ -81,7 +81,7 @@ class TestFold : public QObject {
   void correctPlansFoldAndVerify_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<QString>("parallel");
-    for (const char* p : {"dp=8", "dp=8,tp=2", "dp=8,tp=2,pp=2,mb=2", "dp=8,tp=2,sp", "dp=4,cp=2"})
+    for (const char* p : {"dp=8", "dp=8,tp=2", "dp=8,tp=2,pp=2,mb=2", "dp=8,tp=2,sp", "dp=8,cp=2"})
       QTest::newRow((std::string("llama-micro ") + p).c_str()) << "llama-micro" << p;
     QTest::newRow("gpt-micro dp=8 pp=2 mb=2") << "gpt-micro"
                                               << "dp=8,pp=2,mb=2";
@@ -223,6 +223,35 @@ class TestFold : public QObject {
     QVERIFY(!r.notes.empty() && r.notes.front().rfind("checked unfolded:", 0) == 0);
     const verify::Report w = run(loadPlan(dir + "fold-avg-times-folded-count.json"), true);
     QCOMPARE(verify::verdictName(w.verdict), "not_equivalent");
+  }
+
+  // Size points (docs/soundness.md): the fold is checked at two replica counts, 2 and 4 of 16, whatever
+  // constants the plan holds. A wrong hard-coded count (0.5 three times: 1/8 where the model's mean over
+  // 16 replicas needs 1/16) is right at one folded count at most.
+  void foldIsCheckedAtTwoReplicaCounts() {
+    const std::string dir = std::string(PARAPROOF_FIXTURES) + "/soundness/";
+    const Plan wrong = loadPlan(dir + "kind4-three-constants-replica-fold.json");
+    const stage::FoldedPlan first = stage::foldReplicas(wrong, "dp", 0);
+    const stage::FoldedPlan second = stage::foldReplicas(wrong, "dp", 1);
+    QVERIFY(first.folded && second.folded);
+    QVERIFY(first.count < second.count);
+    QCOMPARE(verify::verdictName(run(wrong, true).verdict), "not_equivalent");
+    const verify::Report right = run(loadPlan(dir + "kind4-three-constants-replica-fold-correct.json"), true);
+    QCOMPARE(verify::verdictName(right.verdict), "equivalent");
+  }
+
+  // Condition D: dividing by the square of a run-time count of the replicas (an all-reduce sum of ones)
+  // depends on the count through more powers than two counts pin down: the plan is checked unfolded. The
+  // same count used once keeps the fold.
+  void countUsedSquaredIsCheckedUnfolded() {
+    const std::string dir = std::string(PARAPROOF_FIXTURES) + "/soundness/";
+    const verify::Report squared = run(loadPlan(dir + "kind7-runtime-count-squared-replica-fold.json"), true);
+    QCOMPARE(verify::verdictName(squared.verdict), "not_equivalent");
+    QVERIFY(!squared.notes.empty() && squared.notes.front().find("condition D") != std::string::npos);
+    const verify::Report once =
+        run(loadPlan(dir + "kind7-runtime-count-squared-replica-fold-correct.json"), true);
+    QCOMPARE(verify::verdictName(once.verdict), "equivalent");
+    QVERIFY(folded(once));
   }
 
   void foldKeepsTheRanksOfThePlanAsGiven() {

@@ -70,6 +70,17 @@ class TestIntDomains : public QObject {
     QCOMPARE(domainOf(r.plan, "labels"), IntRange::of(0, reducedVocab));
   }
 
+  // The model alone decides what an id may be: a device op over fewer values (one_hot(num_classes=2)) never
+  // narrows the domain, whether the model indexes a vocabulary of 8 with the ids or nothing at all.
+  void deviceOpsNeverNarrowTheDomain() {
+    QCOMPARE(domainOf(fixture("device-narrows-int-domain-vocab"), "ids"), IntRange::of(0, 8));
+    QCOMPARE(domainOf(fixture("device-narrows-int-domain"), "ids"), IntRange::any());
+    // Reduced: the domain is still the logical vocabulary, at the size checked.
+    const stage::ReducedPlan r = stage::reducePlan(fixture("device-narrows-int-domain-correct"));
+    const int64_t rows = r.plan.logical.values[r.plan.logical.findValue("table")].type.shape[0];
+    QCOMPARE(domainOf(r.plan, "ids"), IntRange::of(0, rows));
+  }
+
   // Computed integers: iota's positions; integer arithmetic by intervals. Inputs that only feed
   // arithmetic index nothing and may hold any integer.
   void computedIntegersHoldTheirOpsRange() {

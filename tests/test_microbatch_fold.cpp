@@ -2,6 +2,7 @@
 // unfolded runs must agree on the verdict; a bug on one far micro-batch must be kept, found and named with
 // its own index; a constant that could stand for a micro-batch count is kept apart from the folded count.
 #include <QtTest>
+#include <algorithm>
 #include <set>
 
 #include "core/models/zoo.h"
@@ -76,12 +77,12 @@ class TestMicroBatchFold : public QObject {
                                                  << "pp=2,mb=8,schedule=gpipe";
     QTest::newRow("llama-micro dp=8 pp=2 mb=8 (both folds)") << "llama-micro"
                                                              << "dp=8,pp=2,mb=8";
-    QTest::newRow("llama-micro tp=2 sp pp=2 mb=4") << "llama-micro"
-                                                   << "tp=2,sp,pp=2,mb=4";
-    QTest::newRow("gpt-micro pp=2 mb=4 (tied embedding)") << "gpt-micro"
-                                                          << "pp=2,mb=4";
-    QTest::newRow("llama-micro mb=4 (accumulation alone)") << "llama-micro"
-                                                           << "dp=2,mb=4";
+    QTest::newRow("llama-micro tp=2 sp pp=2 mb=8") << "llama-micro"
+                                                   << "tp=2,sp,pp=2,mb=8";
+    QTest::newRow("gpt-micro pp=2 mb=8 (tied embedding)") << "gpt-micro"
+                                                          << "pp=2,mb=8";
+    QTest::newRow("llama-micro mb=8 (accumulation alone)") << "llama-micro"
+                                                           << "dp=2,mb=8";
   }
   void correctPlansFoldAndVerify() {
     QFETCH(QString, model);
@@ -253,6 +254,31 @@ class TestMicroBatchFold : public QObject {
     const verify::Report r = run(plan, true);
     QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
     QVERIFY(folded(r));
+    QVERIFY(!checkedUnfolded(r));
+  }
+
+  // The fold is checked at two counts (docs/soundness.md, "Size points"): 2 and 4 of 8 here, whatever
+  // constants the plan holds (eps 1/4 could stand for 2 or 4 copies times a group of 1 or 2); a hard-coded
+  // count right at one of them is wrong at the other.
+  void foldIsCheckedAtTwoCounts() {
+    const Plan plan = withEps(generated("llama-micro", "pp=2,mb=8"), 1.0 / 4);
+    const stage::FoldedPlan first = stage::foldMicroBatches(plan, 0);
+    const stage::FoldedPlan second = stage::foldMicroBatches(plan, 1);
+    QVERIFY(first.folded && second.folded);
+    QCOMPARE(first.count, int64_t{2});
+    QCOMPARE(second.count, int64_t{4});
+    QVERIFY(second.plan.devices[0].graph.ops.size() > first.plan.devices[0].graph.ops.size());
+    const verify::Report r = run(plan, true);
+    QCOMPARE(verify::verdictName(r.verdict), "equivalent");
+    QVERIFY(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.find("equivalent at every size point") != std::string::npos;
+    }));
+  }
+  void failureAtTheFirstOfTwoCountsStands() {
+    const Plan plan =
+        withEps(generated("llama-micro", "tp=2,pp=2,mb=8", "tv01-allreduce-missing@layer=1,mb=5"), 1.0 / 4);
+    const verify::Report r = run(plan, true);
+    QCOMPARE(verify::verdictName(r.verdict), "not_equivalent");
     QVERIFY(!checkedUnfolded(r));
   }
 

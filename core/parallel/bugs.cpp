@@ -787,7 +787,7 @@ const Item& itemFor(const std::string& id) {
   std::string known;
   for (const Item& i : items())
     known += (known.empty() ? "" : ", ") + i.entry.id;
-  throw std::invalid_argument("unknown bug '" + id + "' (known: " + known + ")");
+  throw BadInjection("unknown bug '" + id + "' (known: " + known + ")");
 }
 
 int intAttr(const std::string& key, const std::string& value) {
@@ -797,7 +797,7 @@ int intAttr(const std::string& key, const std::string& value) {
     if (used == value.size() && n >= 0) return n;
   } catch (const std::exception&) {
   }
-  throw std::invalid_argument("--inject: " + key + " needs a non-negative integer, got '" + value + "'");
+  throw BadInjection("--inject: " + key + " needs a non-negative integer, got '" + value + "'");
 }
 
 }  // namespace
@@ -827,7 +827,7 @@ BugRequest parseInjection(const std::string& text) {
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--inject: '" + item + "' is not key=value");
+    if (eq == std::string::npos) throw BadInjection("--inject: '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "layer")
       r.site.layer = intAttr(key, value);
@@ -836,7 +836,7 @@ BugRequest parseInjection(const std::string& text) {
     else if (key == "mb")
       r.site.microBatch = intAttr(key, value);
     else
-      throw std::invalid_argument("--inject: unknown key '" + key + "' (known: layer, rank, mb)");
+      throw BadInjection("--inject: unknown key '" + key + "' (known: layer, rank, mb)");
   }
   return r;
 }
@@ -849,9 +849,7 @@ Injection injectBug(Plan& plan, const std::string& text) {
   const int layers = gen.at("layers").get<int>();
   const Needs& n = item.needs;
   auto need = [&](bool ok, const std::string& what) {
-    if (!ok)
-      throw std::invalid_argument(req.id + " needs " + what + " (try --parallel " + item.entry.parallel +
-                                  ")");
+    if (!ok) throw BadInjection(req.id + " needs " + what + " (try --parallel " + item.entry.parallel + ")");
   };
   need(spec.dp >= n.dp, "dp >= " + std::to_string(n.dp));
   need(spec.tp >= n.tp, "tp >= " + std::to_string(n.tp));
@@ -862,34 +860,32 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.sp || !n.sp, "sp (sequence parallelism)");
   need(spec.ep >= n.ep, "ep >= " + std::to_string(n.ep));
   if (n.tied && plan.logical.findValue("output.weight") != kNone)
-    throw std::invalid_argument(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
+    throw BadInjection(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
   const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
-  if (n.llama && !llama)
-    throw std::invalid_argument(req.id + " needs a Llama-style model (try --model gpt-tiny)");
+  if (n.llama && !llama) throw BadInjection(req.id + " needs a Llama-style model (try --model gpt-tiny)");
 
   Injection inj;
   inj.id = req.id;
   Where w{plan, spec, layers, llama, req.site, inj};
   if (w.site.microBatch < 0) w.site.microBatch = 0;
   if (w.site.microBatch >= spec.mb)
-    throw std::invalid_argument("--inject: mb=" + std::to_string(w.site.microBatch) + " but the plan has " +
-                                std::to_string(spec.mb) + " micro-batches");
+    throw BadInjection("--inject: mb=" + std::to_string(w.site.microBatch) + " but the plan has " +
+                       std::to_string(spec.mb) + " micro-batches");
   if (n.moe) {
     const models::ModelConfig* m = models::findModel(gen.at("model").get<std::string>());
     const int firstMoe = m ? m->moe.denseLayers : 0;
     if (!m || m->moe.routedExperts == 0 || firstMoe >= layers)
-      throw std::invalid_argument(req.id + " needs a MoE layer (try --model " + item.entry.model + ")");
+      throw BadInjection(req.id + " needs a MoE layer (try --model " + item.entry.model + ")");
     if (w.site.layer < 0) w.site.layer = firstMoe;
     if (w.site.layer < firstMoe)
-      throw std::invalid_argument("--inject: layer " + std::to_string(w.site.layer) +
-                                  " has a dense FFN (the first MoE layer is " + std::to_string(firstMoe) +
-                                  ")");
+      throw BadInjection("--inject: layer " + std::to_string(w.site.layer) +
+                         " has a dense FFN (the first MoE layer is " + std::to_string(firstMoe) + ")");
   }
   if (n.layer) {
     if (w.site.layer < 0) w.site.layer = 0;
     if (w.site.layer >= layers)
-      throw std::invalid_argument("--inject: layer=" + std::to_string(w.site.layer) + " but the plan has " +
-                                  std::to_string(layers) + " layers");
+      throw BadInjection("--inject: layer=" + std::to_string(w.site.layer) + " but the plan has " +
+                         std::to_string(layers) + " layers");
   } else {
     w.site.layer = -1;
   }
@@ -913,15 +909,14 @@ Injection injectBug(Plan& plan, const std::string& text) {
     }
     if (w.site.rank < 0) throw std::invalid_argument(req.id + ": no rank of this plan where it applies");
   } else if (plan.deviceIndex(w.site.rank) == kNone) {
-    throw std::invalid_argument("--inject: rank=" + std::to_string(w.site.rank) +
-                                " is not a device of the plan");
+    throw BadInjection("--inject: rank=" + std::to_string(w.site.rank) + " is not a device of the plan");
   } else if (n.layer) {
     const Device& d = *plan.deviceByRank(w.site.rank);
     const std::string prefix = "layers." + std::to_string(w.site.layer) + ".";
     if (!std::any_of(d.graph.ops.begin(), d.graph.ops.end(),
                      [&](const Op& o) { return o.scope.starts_with(prefix); }))
-      throw std::invalid_argument("--inject: rank " + std::to_string(w.site.rank) + " does not hold layer " +
-                                  std::to_string(w.site.layer) + " (another pipeline stage does)");
+      throw BadInjection("--inject: rank " + std::to_string(w.site.rank) + " does not hold layer " +
+                         std::to_string(w.site.layer) + " (another pipeline stage does)");
   }
   item.mutate(w);
   inj.site = w.site;

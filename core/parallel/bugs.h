@@ -2,6 +2,7 @@
 // public trackers) as mutations of a correct generated plan at a chosen layer, rank and micro-batch.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,14 @@ struct BugRequest {
   InjectionSite site;
 };
 
-// Parses "tv07-eps@layer=1,rank=2,mb=0" (the "@..." part optional). Throws std::invalid_argument.
+// A request that fails whatever form the plan is generated in (an unknown bug or key, a parallelism the bug
+// needs, a layer, micro-batch or rank outside the plan, a rank that does not hold the layer): found before
+// anything is mutated, so a caller need not retry on the explicit plan.
+struct BadInjection : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Parses "tv07-eps@layer=1,rank=2,mb=0" (the "@..." part optional). Throws BadInjection.
 BugRequest parseInjection(const std::string& text);
 
 // What was changed: the ranks and op ids mutated, and the place actually chosen.
@@ -44,7 +52,8 @@ struct Injection {
 };
 
 // Mutates a plan produced by generatePlan; records the injection in plan.metadata["injected"].
-// Throws std::invalid_argument when the bug is unknown or has no place to apply in this plan.
+// Throws BadInjection when the request does not fit the plan, std::invalid_argument when the bug finds no
+// place to apply in it.
 Injection injectBug(Plan& plan, const std::string& text);
 
 }  // namespace paraproof::parallel

@@ -329,6 +329,8 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   if (!options.inject.empty()) {
     try {
       changedOps = injectBug(plan, options.inject).changedOps;
+    } catch (const BadInjection&) {
+      throw;  // the explicit plan would fail alike
     } catch (const std::exception&) {
       if (!compact && d.builtMb.empty()) throw;
       return explicitPlan();  // the bug needs a replica or a micro-batch the compact form does not build

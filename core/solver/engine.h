@@ -26,6 +26,11 @@ std::unique_ptr<Engine> makeZ3Engine();
 // by something the model does not (random points never hit its zeros, so only a proof could tell).
 std::unique_ptr<Engine> makeFieldEngine(int trials = 2, uint64_t seed = 0x5eed, bool proveDivisors = true);
 
+// A random trial (integer inputs in their ranges; functions as keyed hashes, as in the proof) where every
+// obligation's logical side is defined: a witness that the premises and all definedness guards hold
+// together. False says nothing (ask Z3: checkPremises).
+bool guardsHoldSomewhere(const Problem& problem, int attempts = 16);
+
 // Concrete evaluation of every node with the real functions, in double precision.
 std::vector<double> evaluateReal(const sym::ExprPool& pool, const std::vector<double>& vars);
 // The real function `f` at `args` (exp, log, ...), in double precision.

@@ -54,11 +54,15 @@ class FieldEngine final : public Engine {
       : trials_(std::max(1, trials)), seed_(seed), proveDivisors_(proveDivisors) {}
   std::string name() const override { return "random"; }
   Result check(const Problem& problem, const Budget& budget) override;
+  // A trial (inputs in their ranges) where every guarded obligation's logical side is defined, within
+  // `attempts`: a witness that the premises and all definedness guards hold together.
+  bool guardsHold(const Problem& problem, int attempts);
 
  private:
   // Degenerate: some obligation's logical side divides by zero in the field (redrawn). TooClose: a comparison
-  // whose numeric operands are too close to call, with different field values (redrawn).
-  enum class TrialOutcome { Agree, Mismatch, Degenerate, TooClose };
+  // whose numeric operands are too close to call, with different field values (redrawn). Overflow: integer
+  // arithmetic left int64 (no trial is exact then: the engine gives up).
+  enum class TrialOutcome { Agree, Mismatch, Degenerate, TooClose, Overflow };
   TrialOutcome runTrial(const Problem& p, const ProblemScope& scope, uint64_t trialSeed, int intRound,
                         bool positive, size_t& mismatch);
   std::optional<Counterexample> concretise(const Problem& p, uint64_t seed) const;
@@ -152,10 +156,10 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
       }
       case sym::Kind::Add:
         if (isInt) {
-          uint64_t acc = 0;  // two's complement wrap-around is exact for the small ints we see
+          int64_t acc = 0;  // exact, or no trial: a wrapped sum would decide comparisons wrongly
           for (auto a : n.args)
-            acc += val_[a];
-          out = acc;
+            if (__builtin_add_overflow(acc, ival(a), &acc)) return TrialOutcome::Overflow;
+          out = static_cast<uint64_t>(acc);
         } else {
           uint64_t acc = 0;
           for (auto a : n.args)
@@ -168,10 +172,10 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
         break;
       case sym::Kind::Mul:
         if (isInt) {
-          uint64_t acc = 1;
+          int64_t acc = 1;
           for (auto a : n.args)
-            acc *= val_[a];
-          out = acc;
+            if (__builtin_mul_overflow(acc, ival(a), &acc)) return TrialOutcome::Overflow;
+          out = static_cast<uint64_t>(acc);
         } else {
           uint64_t acc = 1;
           for (auto a : n.args)
@@ -495,6 +499,10 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
     size_t bad = 0;
     // Numeric points alternate between signed and positive reals (relu, masks and log need both).
     TrialOutcome t = runTrial(problem, scope, splitmix(s), agreed, attempt % 2 == 1, bad);
+    if (t == TrialOutcome::Overflow) {
+      r.reason = "integer arithmetic beyond 64 bits in a random trial; needs the proof engine";
+      return finish(r);
+    }
     if (t == TrialOutcome::Degenerate) {
       ++degenerate;
       continue;
@@ -542,7 +550,24 @@ Result FieldEngine::check(const Problem& problem, const Budget& budget) {
   return finish(r);
 }
 
+bool FieldEngine::guardsHold(const Problem& problem, int attempts) {
+  const ProblemScope scope = guardScopeOf(problem);
+  if (scope.open.empty()) return true;
+  uint64_t s = seed_;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    size_t bad = 0;
+    const TrialOutcome t = runTrial(problem, scope, splitmix(s), attempt, attempt % 2 == 1, bad);
+    // Mismatch: defined, only the (unevaluated) plan sides differ.
+    if (t == TrialOutcome::Agree || t == TrialOutcome::Mismatch) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool guardsHoldSomewhere(const Problem& problem, int attempts) {
+  return FieldEngine(1, 0x5eed, false).guardsHold(problem, attempts);
+}
 
 std::unique_ptr<Engine> makeFieldEngine(int trials, uint64_t seed, bool proveDivisors) {
   return std::make_unique<FieldEngine>(trials, seed, proveDivisors);

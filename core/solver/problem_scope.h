@@ -20,6 +20,11 @@ struct ProblemScope {
 // Iterative (pools can hold a million nodes, recursion would overflow the stack).
 ProblemScope scopeOf(const Problem& problem);
 
+// The obligations whose logical side may be undefined (it divides by something other than a nonzero
+// constant), as `open`, and the nodes their logical sides reach: what a check of their definedness guards
+// needs (every obligation, including those whose two sides are the same term).
+ProblemScope guardScopeOf(const Problem& problem);
+
 // "exp, log" - for messages.
 std::string functionNames(const std::vector<sym::Fn>& fns);
 

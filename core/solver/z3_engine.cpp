@@ -32,14 +32,18 @@ std::string memoryLimit(const Z3Options& o) {
 
 // Everything a proof touches, owned jointly by the engine and the helper thread.
 struct ProofJob {
-  ProofJob(const Problem& p, const Z3Options& o, Clock::time_point d) : problem(p), options(o), deadline(d) {}
+  enum class Task { Decide, Premises };
+  ProofJob(const Problem& p, const Z3Options& o, Clock::time_point d, Task t)
+      : problem(p), options(o), deadline(d), task(t) {}
 
   void run() noexcept {
     Result r;
     try {
-      ProblemScope scope = scopeOf(problem);
+      ProblemScope scope = task == Task::Decide ? scopeOf(problem) : guardScopeOf(problem);
       Budget budget{0, &stop};
-      r = Z3Proof(ctx, options).decide({problem, scope, budget, deadline, &interruptAt});
+      Z3Proof proof(ctx, options);
+      const Z3Proof::Run run{problem, scope, budget, deadline, &interruptAt};
+      r = task == Task::Decide ? proof.decide(run) : proof.premises(run);
       if (r.status == Status::Inconclusive && r.reason.find("memory") != std::string::npos)
         r.reason = memoryLimit(options);
     } catch (const z3::exception& e) {
@@ -73,6 +77,7 @@ struct ProofJob {
   const Problem problem;  // a copy: an abandoned proof may outlive the caller's problem
   const Z3Options options;
   const Clock::time_point deadline;
+  const Task task;
   std::atomic<bool> stop{false};
   std::atomic<Clock::rep> interruptAt{Clock::time_point::max().time_since_epoch().count()};
   z3::context ctx;  // never shared: used by the helper thread, only interrupt() comes from outside
@@ -167,35 +172,10 @@ class Helpers {
   std::list<Entry> entries_;
 };
 
-class Z3Engine final : public Engine {
- public:
-  explicit Z3Engine(const Z3Options& o) : options_(o) {}
-  std::string name() const override { return "z3"; }
-  Result check(const Problem& problem, const Budget& budget) override;
-
- private:
-  Result run(const Problem& problem, const Budget& budget, Clock::time_point start);
-  Z3Options options_;
-};
-
-Result Z3Engine::check(const Problem& problem, const Budget& budget) {
-  const auto start = Clock::now();
-  Result r;
-  try {
-    r = run(problem, budget, start);
-  } catch (const z3::exception& e) {  // the engine boundary: no Z3 exception escapes
-    r = Result{};
-    r.reason = std::string("z3 error: ") + e.msg();
-  } catch (const std::system_error& e) {
-    r = Result{};
-    r.reason = std::string("cannot start a z3 helper thread: ") + e.what();
-  }
-  r.engine = name();
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return r;
-}
-
-Result Z3Engine::run(const Problem& problem, const Budget& budget, Clock::time_point start) {
+// Runs `task` on a helper thread within `budget`, keeping the promise that cancellation returns within a
+// second.
+Result runJob(const Problem& problem, const Budget& budget, Clock::time_point start, const Z3Options& options,
+              ProofJob::Task task) {
   const auto deadline = budget.timeoutSeconds > 0
                             ? start + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(budget.timeoutSeconds))
@@ -204,16 +184,6 @@ Result Z3Engine::run(const Problem& problem, const Budget& budget, Clock::time_p
     return budget.cancelled() ? std::string("cancelled")
                               : "timeout after " + std::to_string(budget.timeoutSeconds) + " s";
   };
-  bool trivial = true;
-  for (const Obligation& ob : problem.obligations)
-    trivial = trivial && ob.expected == ob.actual;
-  if (trivial) {
-    Result r;
-    r.status = Status::Verified;
-    r.reason = "every obligation is the same term on both sides";
-    return r;
-  }
-
   Helpers& helpers = Helpers::instance();
   if (!helpers.admit([&] { return budget.cancelled() || Clock::now() >= deadline; })) {
     Result r;
@@ -221,7 +191,7 @@ Result Z3Engine::run(const Problem& problem, const Budget& budget, Clock::time_p
                " abandoned z3 proofs to stop)";
     return r;
   }
-  auto job = std::make_shared<ProofJob>(problem, options_, deadline);
+  auto job = std::make_shared<ProofJob>(problem, options, deadline, task);
   helpers.start(job);
   // Poll the caller's flag (20 ms keeps cancellation far below the 1 s promise); the interrupt is the
   // backstop.
@@ -251,7 +221,61 @@ Result Z3Engine::run(const Problem& problem, const Budget& budget, Clock::time_p
   return r;
 }
 
+// The engine boundary: no Z3 exception escapes.
+template <class F>
+Result guarded(const std::string& engine, F&& f) {
+  const auto start = Clock::now();
+  Result r;
+  try {
+    r = f(start);
+  } catch (const z3::exception& e) {
+    r = Result{};
+    r.reason = std::string("z3 error: ") + e.msg();
+  } catch (const std::system_error& e) {
+    r = Result{};
+    r.reason = std::string("cannot start a z3 helper thread: ") + e.what();
+  }
+  r.engine = engine;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+class Z3Engine final : public Engine {
+ public:
+  explicit Z3Engine(const Z3Options& o) : options_(o) {}
+  std::string name() const override { return "z3"; }
+  Result check(const Problem& problem, const Budget& budget) override {
+    return guarded(name(), [&](Clock::time_point start) {
+      bool trivial = true;
+      for (const Obligation& ob : problem.obligations)
+        trivial = trivial && ob.expected == ob.actual;
+      if (!trivial) return runJob(problem, budget, start, options_, ProofJob::Task::Decide);
+      Result r;
+      r.status = Status::Verified;
+      r.reason = "every obligation is the same term on both sides";
+      return r;
+    });
+  }
+
+ private:
+  Z3Options options_;
+};
+
 }  // namespace
+
+Result checkPremises(const Problem& problem, const Budget& budget, const Z3Options& options) {
+  return guarded("premises", [&](Clock::time_point start) {
+    // Integer inputs range over independent intervals, each nonempty (VarInfo: lo < hi, or lo == hi for every
+    // integer), so the premises alone always hold; only the definedness guards need Z3.
+    if (guardScopeOf(problem).open.empty() || guardsHoldSomewhere(problem)) {
+      Result r;
+      r.status = Status::Verified;
+      r.reason = "premises and definedness guards hold (no division by a variable, or a random witness)";
+      return r;
+    }
+    return runJob(problem, budget, start, options, ProofJob::Task::Premises);
+  });
+}
 
 int stopZ3Helpers(double graceSeconds) {
   return Helpers::instance().stop(std::chrono::milliseconds(static_cast<int64_t>(graceSeconds * 1000)));

@@ -34,4 +34,10 @@ int stopZ3Helpers(double graceSeconds);
 
 std::unique_ptr<Engine> makeZ3Engine(const Z3Options& options);
 
+// Whether a proof of `problem` says anything (docs/soundness.md, "Engines"): its premises (the integer input
+// ranges) can hold together with each obligation's definedness guard. Verified if so; otherwise Inconclusive,
+// the reason naming a vacuous obligation (its logical value is undefined for every allowed input) or why it
+// could not be decided. Only obligations whose logical side divides by a non-constant cost a Z3 query.
+Result checkPremises(const Problem& problem, const Budget& budget, const Z3Options& options = {});
+
 }  // namespace paraproof::solver

@@ -161,6 +161,65 @@ Result Z3Proof::counterexample(const Run& run, z3::solver& s, const Z3Encoding& 
   return r;
 }
 
+namespace {
+std::string describeObligation(const Obligation& ob) {
+  std::string at;
+  for (int64_t i : ob.index)
+    at += (at.empty() ? "" : ",") + std::to_string(i);
+  return ob.logicalTensor + "[" + at + "] (checked on " +
+         (ob.device == kNone ? ob.tensor : "device " + std::to_string(ob.device) + " " + ob.tensor) + ")";
+}
+}  // namespace
+
+Result Z3Proof::premises(const Run& run) {
+  z3::context& ctx = *ctx_;
+  Result r;
+  Z3Encoding enc(ctx, run.problem.pool);
+  if (!enc.translate(run.scope, [&] { return run.stop(); })) return r;
+  // One guard per distinct term (rows of a softmax share theirs), with the first obligation it guards.
+  std::vector<std::pair<z3::expr, size_t>> guards;
+  std::vector<unsigned> seen;
+  for (size_t i : run.scope.open) {
+    z3::expr g = enc.defined(run.problem.obligations[i].expected);
+    const unsigned id = Z3_get_ast_id(ctx, g);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+    seen.push_back(id);
+    guards.push_back({g, i});
+  }
+  z3::solver s = makeSolver();
+  for (const z3::expr& c : enc.sideConditions())
+    s.add(c);
+  auto check = [&](const z3::expr& g) {
+    s.push();
+    s.add(g);
+    const z3::check_result res = s.check();
+    s.pop();
+    return res;
+  };
+  // All guards at once first: the common case (a model defined almost everywhere) costs one query.
+  z3::expr_vector all(ctx);
+  for (const auto& [g, i] : guards)
+    all.push_back(g);
+  if (guards.empty() || check(z3::mk_and(all)) != z3::sat)
+    for (const auto& [g, i] : guards) {
+      if (run.stop()) return r;
+      const z3::check_result res = check(g);
+      if (res == z3::sat) continue;
+      const std::string what = describeObligation(run.problem.obligations[i]);
+      r.reason = res == z3::unsat
+                     ? "vacuous obligation: the logical value of " + what +
+                           " is undefined for every input the premises allow (a divisor of the model is zero "
+                           "wherever the integer inputs are in range): the model itself is broken there, and "
+                           "no plan can be proved equal to it"
+                     : "cannot tell whether the logical value of " + what +
+                           " is defined for any input (z3 returned unknown: " + s.reason_unknown() + ")";
+      return r;
+    }
+  r.status = Status::Verified;
+  r.reason = "premises hold with each of " + std::to_string(guards.size()) + " distinct definedness guards";
+  return r;
+}
+
 Result Z3Proof::decide(const Run& run) {
   z3::context& ctx = *ctx_;
   Result r;

@@ -31,6 +31,10 @@ class Z3Proof {
   Z3Proof(z3::context& ctx, const Z3Options& options);
   // Inconclusive with an empty reason when stopped by the budget: the caller names the cause.
   Result decide(const Run& run);
+  // Whether the premises (integer input ranges) together with each guarded obligation's definedness guard can
+  // hold; `run.scope` is guardScopeOf(problem). Verified if every guard can; Inconclusive otherwise, the
+  // reason naming a vacuous obligation (empty reason when stopped by the budget).
+  Result premises(const Run& run);
 
  private:
   std::vector<size_t> presimplify(const Run& run, const Z3Encoding& enc, std::vector<size_t> pending);

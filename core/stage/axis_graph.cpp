@@ -25,10 +25,11 @@ std::vector<TensorType> types(const Graph& g, const std::vector<ValueId>& vs) {
 
 }  // namespace
 
-AxisGraph::AxisGraph(const Plan& plan) : plan_(plan) {
+AxisGraph::AxisGraph(const Plan& plan, bool logicalOnly) : plan_(plan) {
   graphs_.push_back(&plan.logical);
-  for (const Device& d : plan.devices)
-    graphs_.push_back(&d.graph);
+  if (!logicalOnly)
+    for (const Device& d : plan.devices)
+      graphs_.push_back(&d.graph);
   size_t n = 0;
   for (const Graph* g : graphs_) {
     std::vector<size_t> offs, vals;
@@ -49,6 +50,7 @@ AxisGraph::AxisGraph(const Plan& plan) : plan_(plan) {
         extent_[axisBase_[g][v] + a] = graphs_[g]->values[v].type.shape[a];
   for (size_t g = 0; g < graphs_.size(); ++g)
     collectOps(g);
+  if (logicalOnly) return;
   collectLineage();
   collectCommunication();
 }

@@ -17,7 +17,9 @@ inline constexpr size_t kNoNode = static_cast<size_t>(-1);
 
 class AxisGraph {
  public:
-  explicit AxisGraph(const Plan& plan);
+  // `logicalOnly`: the logical graph's nodes and its ops' ties alone (no device graph, lineage or
+  // communication). Integer domains are read from it: a device op must never narrow what the model accepts.
+  explicit AxisGraph(const Plan& plan, bool logicalOnly = false);
 
   // Graph 0 is the logical graph, graph d+1 is device d.
   const std::vector<const Graph*>& graphs() const { return graphs_; }

@@ -49,7 +49,7 @@ class Folder {
     return p;
   }
 
-  FoldedPlan run() {
+  FoldedPlan run(int point) {
     FoldedPlan out;
     std::string why;
     if (!indexDevices(why) || !learnLines(why)) return skipped(out, why);
@@ -62,42 +62,52 @@ class Folder {
         for (const auto& [k, d] : l.byCoord)
           kept.insert(k);
     }
-    // A group over the replicas shrinks from n*c to m*c members: a sum over it stands for that count. A
-    // constant equal to the folded count would make a wrong plan pass (sum * 1/m against avg over n): m
-    // avoids them. One equal to the full count (a hard-coded 1/dp) may make a correct plan fail folded:
-    // noted, for the verifier to check a failure unfolded.
-    std::vector<const Graph*> graphs{&plan_.logical};
-    for (const Device& d : plan_.devices)
-      graphs.push_back(&d.graph);
-    const std::set<int64_t> constants = countLikeConstants(graphs, false);
-    std::set<int64_t> met;
-    for (int64_t g : lineGroupSizes_)
-      if (constants.count(g)) met.insert(g);
-    auto collides = [&](int64_t m) {
-      for (int64_t g : lineGroupSizes_)
-        if (constants.count(g / n_ * m)) return true;
-      return false;
-    };
-    for (int64_t m = 2; m < n_; ++m) {
-      if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
+    // Candidate counts: the divisors m < n that hold the kept replicas. The plan is checked at two of them
+    // (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
+    std::vector<int64_t> counts;
+    for (int64_t m = 2; m < n_; ++m)
+      if (n_ % m == 0 && m >= static_cast<int64_t>(kept.size())) counts.push_back(m);
+    if (counts.size() < static_cast<size_t>(kFoldPoints))
+      return skipped(out, "fewer than " + std::to_string(kFoldPoints) + " replica counts below " +
+                              std::to_string(n_) + " hold the " + std::to_string(kept.size()) +
+                              " kept replicas");
+    int usable = 0;
+    for (int64_t m : counts) {
+      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds(), n_ / m, why);
+      if (!logical || usable++ < point) continue;
       std::set<int64_t> k = kept;
       for (int64_t c = 0; static_cast<int64_t>(k.size()) < m; ++c)
         k.insert(c);
-      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds(), n_ / m, why);
-      if (!logical) continue;
-      if (build(out, k, std::move(*logical), why)) {
-        out.countsMet = met;
-        if (!met.empty())
-          out.notes.push_back("a constant of the plan equals " + std::to_string(*met.begin()) +
-                              ", the size of a group over the replicas: a failing stage that holds it "
-                              "is checked unfolded");
-        return out;
-      }
+      out.scaled = scaledAxes(plan_.logical, *logical);
+      out.parameter.logicalAxes.insert(out.scaled.begin(), out.scaled.end());
+      if (!build(out, k, std::move(*logical), why)) return skipped(out, why);
+      out.count = m;
+      out.countsMet = fullCountsMet();
+      if (!out.countsMet.empty())
+        out.notes.push_back("a constant of the plan equals " + std::to_string(*out.countsMet.begin()) +
+                            ", the size of a group over the replicas: a failing stage that holds it is "
+                            "checked unfolded");
+      return out;
     }
+    if (point > 0 && usable == point)
+      return skipped(out, "no second replica count folds: the full count is the second size point");
     return skipped(out, why.empty() ? "no replica count divides " + std::to_string(n_) : why);
   }
 
  private:
+  // Completeness, not soundness: a constant that equals a full group size over the replicas (a hard-coded
+  // 1/dp) makes a correct plan fail folded; a failing stage holding one is checked again unfolded.
+  std::set<int64_t> fullCountsMet() const {
+    std::vector<const Graph*> graphs{&plan_.logical};
+    for (const Device& d : plan_.devices)
+      graphs.push_back(&d.graph);
+    const std::set<int64_t> constants = countLikeConstants(graphs, false, true, true);
+    std::set<int64_t> met;
+    for (int64_t g : lineGroupSizes_)
+      if (constants.count(g)) met.insert(g);
+    return met;
+  }
+
   struct Line {
     std::map<int64_t, int> byCoord;  // axis coordinate -> device index
     int64_t base = 0, next = 1;      // the template pair
@@ -470,6 +480,21 @@ class Folder {
         if (!c || !pos.count((*c)[a_])) return std::nullopt;
         return Json(newRank.at(r.get<int64_t>()));
       };
+      const size_t index = p.devices.size();
+      for (size_t o = 0; o < dev.graph.ops.size(); ++o) {  // sums over the replicas (count_degree.h)
+        const Op& op = dev.graph.ops[o];
+        auto grp = op.attrs.find("group");
+        if (grp == op.attrs.end() || kindOf(*grp, src.coord) != RankKind::Lines) continue;
+        const std::string reduce = op.attrs.value("reduce", "");
+        if (reduce == "sum") out.parameter.sums.insert({index, static_cast<OpId>(o)});
+        if (reduce == "avg") out.parameter.averages.insert({index, static_cast<OpId>(o)});
+      }
+      for (const auto& [v, lin] : dev.lineage) {
+        bool moves = line.steps.part.count(v) > 0;
+        for (size_t i = 0; i < lin.box.ranges.size(); ++i)
+          moves = moves || line.steps.box.count({v, i}) > 0;
+        if (moves) out.parameter.varying.insert({index, v});
+      }
       for (Op& op : dev.graph.ops)
         for (auto& [key, value] : op.attrs.items()) {
           if (!isRankKey(key)) continue;
@@ -496,6 +521,17 @@ class Folder {
           value = mapped;
         }
       for (auto& [v, lin] : dev.lineage) {
+        // A box on a folded dimension must move with its replica: a fixed box (the first quarter of the
+        // batch on every replica) would stand for another part of the scaled batch than at full size.
+        const ValueId lv = plan_.logical.findValue(lin.tensor);
+        for (size_t i = 0; lv != kNone && i < lin.box.ranges.size(); ++i)
+          if (plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i) &&
+              !line.steps.box.count({v, i})) {
+            why = "rank " + std::to_string(src.rank) + " '" + dev.graph.values[v].name +
+                  "' has a box on dim " + std::to_string(i) + " of '" + lin.tensor +
+                  "' that does not move with the replica";
+            return false;
+          }
         moveBoxes(v, lin, line, to - k);
         auto ps = line.steps.part.find(v);
         if (ps != line.steps.part.end() && lin.parts == n_ * ps->second) {
@@ -551,13 +587,13 @@ Plan expandReplicas(const Plan& plan) {
   return Folder(plan, static_cast<size_t>(it - plan.mesh.axes.begin())).expand();
 }
 
-FoldedPlan foldReplicas(const Plan& plan, const std::string& requested) {
+FoldedPlan foldReplicas(const Plan& plan, const std::string& requested, int point) {
   const std::string& axis = plan.replicas ? plan.replicas->axis : requested;
   const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), axis);
   if (it == plan.mesh.axes.end()) return {};
   const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
   if (a >= plan.mesh.shape.size() || plan.mesh.shape[a] < 4) return {};
-  return Folder(plan, a).run();
+  return Folder(plan, a).run(point);
 }
 
 }  // namespace paraproof::stage

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/plan/plan.h"
+#include "core/stage/count_degree.h"
 
 namespace paraproof::stage {
 
@@ -25,11 +26,22 @@ struct FoldedPlan {
   // apart from every constant), but a stage that fails folded and holds such a constant may be a correct
   // hard-coded count (1/dp): the verifier then checks the plan unfolded (docs/soundness.md).
   std::set<int64_t> countsMet;
+  int64_t count = 0;  // the folded count m (replicas or micro-batches per device)
+  // The logical axes (value, dim) the fold scaled: shape reduction keeps them as the fold left them, so that
+  // the two fold points differ on them (docs/soundness.md, "Size points").
+  std::vector<std::pair<ValueId, int>> scaled;
+  FoldParameter parameter;  // what scales with the count in the folded plan (count_degree.h)
+  FoldParameter carried;    // the micro-batch fold: the replica fold's parameter, moved to this plan
 };
+
+// A fold is checked at two size points (docs/soundness.md, "Size points"): point 0 folds to the smallest
+// count m1 that folds, point 1 to the next count m2 > m1 that folds (not folded when there is none: the
+// full count is then the second point). A fold with fewer than two candidate counts is not applied.
+inline constexpr int kFoldPoints = 2;
 
 // `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp"). A compact plan (Plan::replicas)
 // is folded along its replica axis.
-FoldedPlan foldReplicas(const Plan& plan, const std::string& axis = "dp");
+FoldedPlan foldReplicas(const Plan& plan, const std::string& axis = "dp", int point = 0);
 
 // The explicit plan a compact plan stands for (every implied replica written out); the plan itself when it
 // is explicit. Throws std::invalid_argument when the stated replicas do not define their translates (the

@@ -5,7 +5,11 @@
 namespace paraproof::stage {
 
 IntDomains intDomains(const Plan& plan) {
-  AxisGraph ag(plan);
+  // The model alone decides what an id may be: classes over the logical graph only, so a device op over
+  // fewer values (one_hot(2) on ids of a vocabulary of 8, or on ids the model does not index by) is checked
+  // against every id the model accepts. Reduction still scales the logical extents with the device ones
+  // (reduce.cpp's classes span the whole plan).
+  AxisGraph ag(plan, /*logicalOnly=*/true);
   const std::vector<int64_t> extent = ag.classExtents();
   const Graph& g = plan.logical;
   IntDomains d;

@@ -32,8 +32,12 @@ struct Copies {
 
 class MicroBatchFolder {
  public:
-  explicit MicroBatchFolder(const Plan& plan)
-      : plan_(plan), compact_(plan.microbatches.has_value()), from_(compact_ ? plan.microbatches->from : 0) {}
+  MicroBatchFolder(const Plan& plan, int point, const FoldParameter* carry = nullptr)
+      : plan_(plan),
+        compact_(plan.microbatches.has_value()),
+        from_(compact_ ? plan.microbatches->from : 0),
+        point_(point),
+        carry_(carry) {}
 
   // Every implied copy of a compact plan written out, each accumulation chain over all of them.
   Plan expand() {
@@ -64,39 +68,6 @@ class MicroBatchFolder {
         kept.insert(c.deviants.begin(), c.deviants.end());
       }
     }
-    // n copies summed stand for the count n, and n times the size of a group that then sums them (a loss
-    // summed over the micro-batches, then over the data-parallel group). A constant that could be m times a
-    // group size would make a wrong plan pass (1/(m*dp) where 1/(n*dp) is due): m avoids them. One that
-    // could be such a full count (a hard-coded 1/(n*dp)) may make a correct plan fail folded: noted, for the
-    // verifier to check a failure unfolded. Only linear relations scale a sum, so squares and roots (an
-    // attention scale 1/sqrt(128)) are not counts here.
-    std::vector<const Graph*> graphs{&plan_.logical};
-    for (const Device& d : plan_.devices)
-      graphs.push_back(&d.graph);
-    const std::set<int64_t> constants = countLikeConstants(graphs, false, false);
-    std::set<int64_t> sizes;
-    for (const Device& d : plan_.devices)
-      for (const Op& op : d.graph.ops) {
-        auto grp = op.attrs.find("group");
-        auto red = op.attrs.find("reduce");
-        if (grp != op.attrs.end() && grp->is_array() && red != op.attrs.end() &&
-            (*red == "sum" || *red == "avg"))
-          sizes.insert(static_cast<int64_t>(grp->size()));
-      }
-    std::set<int64_t> groups{1};
-    for (int64_t a : sizes) {
-      groups.insert(a);
-      for (int64_t b : sizes)
-        groups.insert(a * b);
-    }
-    auto collides = [&](int64_t count) {
-      for (int64_t g : groups)
-        if (constants.count(count * g)) return true;
-      return false;
-    };
-    std::set<int64_t> met;
-    for (int64_t g : groups)
-      if (constants.count(n_ * g)) met.insert(n_ * g);
     bool tryFold = n_ >= 4;
     if (!tryFold) why = "fewer than 4 micro-batches";
     // A stated copy whose values or lineage differ from the template's translate cannot be moved to a
@@ -105,23 +76,37 @@ class MicroBatchFolder {
       why = "a stated micro-batch copy differs from the template in its values or lineage";
       tryFold = false;
     }
+    // Candidate counts: the divisors m < n that hold the kept copies. The plan is checked at two of them
+    // (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
+    std::vector<int64_t> counts;
+    for (int64_t m = 2; m < n_ && tryFold; ++m)
+      if (n_ % m == 0 && m >= static_cast<int64_t>(kept.size())) counts.push_back(m);
+    if (tryFold && counts.size() < static_cast<size_t>(kFoldPoints)) {
+      why = "fewer than " + std::to_string(kFoldPoints) + " micro-batch counts below " + std::to_string(n_) +
+            " hold the " + std::to_string(kept.size()) + " kept copies";
+      tryFold = false;
+    }
     const std::vector<std::pair<ValueId, int>> seeds(seeds_.begin(), seeds_.end());
-    for (int64_t m = 2; m < n_ && tryFold; ++m) {
-      if (n_ % m || m < static_cast<int64_t>(kept.size()) || collides(m)) continue;
+    int usable = 0;
+    for (int64_t m : tryFold ? counts : std::vector<int64_t>{}) {
+      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds, n_ / m, why);
+      if (!logical || usable++ < point_) continue;
       std::set<int> k = kept;
       for (int c = 0; static_cast<int64_t>(k.size()) < m; ++c)
         k.insert(c);
-      std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds, n_ / m, why);
-      if (!logical) continue;
-      if (build(out, k, std::move(*logical), why)) {
-        out.countsMet = met;
-        if (!met.empty())
-          out.notes.push_back("a constant of the plan could stand for " + std::to_string(*met.begin()) +
-                              ", the micro-batch count " + std::to_string(n_) +
-                              " (times a group size): a failing stage that holds it is checked unfolded");
-        return out;
-      }
+      out.scaled = scaledAxes(plan_.logical, *logical);
+      if (!build(out, k, std::move(*logical), why)) break;
+      out.count = m;
+      out.countsMet = fullCountsMet();
+      if (!out.countsMet.empty())
+        out.notes.push_back("a constant of the plan could stand for " +
+                            std::to_string(*out.countsMet.begin()) + ", the micro-batch count " +
+                            std::to_string(n_) +
+                            " (times a group size): a failing stage that holds it is checked unfolded");
+      return out;
     }
+    if (tryFold && point_ > 0 && usable == point_)
+      why = "no second micro-batch count folds: the full count is the second size point";
     if (compact_) {  // not folded: the plan it stands for, copy by copy
       Plan p = plan_;
       p.microbatches.reset();
@@ -129,8 +114,10 @@ class MicroBatchFolder {
       for (int j = 0; j < n_; ++j)
         all.insert(j);
       std::string how;
-      if (withCopies(p, all, false, how)) {
+      FoldParameter carried;
+      if (withCopies(p, all, false, how, nullptr, carry_, &carried)) {
         skipped(out, why.empty() ? "no smaller micro-batch count divides " + std::to_string(n_) : why);
+        out.carried = std::move(carried);
         out.plan = std::move(p);
         out.folded = true;  // the plan to check is out.plan (expanded, not smaller)
         out.notes.back() = "micro-batch fold of " + std::to_string(n_) + " micro-batches not applied (" +
@@ -143,6 +130,29 @@ class MicroBatchFolder {
   }
 
  private:
+  // Completeness, not soundness: a constant that could stand for n times a group size (a hard-coded
+  // 1/(n*dp)) makes a correct plan fail folded; a failing stage holding one is checked again unfolded.
+  std::set<int64_t> fullCountsMet() const {
+    std::vector<const Graph*> graphs{&plan_.logical};
+    for (const Device& d : plan_.devices)
+      graphs.push_back(&d.graph);
+    const std::set<int64_t> constants = countLikeConstants(graphs, false, true, true);
+    std::set<int64_t> sizes{1};
+    for (const Device& d : plan_.devices)
+      for (const Op& op : d.graph.ops) {
+        auto grp = op.attrs.find("group");
+        auto red = op.attrs.find("reduce");
+        if (grp != op.attrs.end() && grp->is_array() && red != op.attrs.end() &&
+            (*red == "sum" || *red == "avg"))
+          sizes.insert(static_cast<int64_t>(grp->size()));
+      }
+    std::set<int64_t> met;
+    for (int64_t a : sizes)
+      for (int64_t b : sizes)
+        if (constants.count(n_ * a * b)) met.insert(n_ * a * b);
+    return met;
+  }
+
   FoldedPlan& skipped(FoldedPlan& out, const std::string& why) {
     out = FoldedPlan{};
     out.notes.push_back("micro-batch fold" + (n_ ? " of " + std::to_string(n_) + " micro-batches" : "") +
@@ -558,7 +568,10 @@ class MicroBatchFolder {
   // not stated are written as translates of the template copy (each op right after its template op), and
   // every accumulation chain sums the kept copies (its last add, which yields the total, stays). With
   // `fold`, kept copy j moves to its position among the kept ones in a batch of |kept| micro-batches.
-  bool withCopies(Plan& p, const std::set<int>& kept, bool fold, std::string& why) const {
+  // `t` (when folding) receives what scales with the copy count: each chain's total, the copies' own values.
+  // `carry`, a fold's parameter in `plan_`'s terms, is moved to the rewritten graphs in `carried`.
+  bool withCopies(Plan& p, const std::set<int>& kept, bool fold, std::string& why, FoldParameter* t = nullptr,
+                  const FoldParameter* carry = nullptr, FoldParameter* carried = nullptr) const {
     const int64_t m = static_cast<int64_t>(kept.size());
     std::map<int, int64_t> pos;
     for (int k : kept)
@@ -615,6 +628,8 @@ class MicroBatchFolder {
         }
         h.ops.push_back(std::move(op));
       };
+      std::map<OpId, OpId> newOp;                    // kept op -> its id in h
+      std::map<std::pair<int, OpId>, OpId> cloneOp;  // (copy, template op) -> the implied copy's op
       for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
         const Op& op = g.ops[o];
         auto last = lastAdd.find(o);
@@ -633,10 +648,12 @@ class MicroBatchFolder {
           Op add = op;
           add.inputs = {acc, copyValue(last->second, ks.back())};
           add.outputs = {newId[static_cast<size_t>(op.outputs[0])]};
+          if (t) t->sums.insert({d, static_cast<OpId>(h.ops.size())});
           emit(std::move(add));
           continue;
         }
         if (!keepOp[static_cast<size_t>(o)]) continue;
+        newOp[o] = static_cast<OpId>(h.ops.size());
         Op kept = op;
         for (ValueId& v : kept.inputs) {
           if (newId[static_cast<size_t>(v)] == kNone) {
@@ -660,6 +677,7 @@ class MicroBatchFolder {
           auto inst = clone.attrs.find("instance");
           if (inst != clone.attrs.end() && inst->is_string())
             *inst = inst->get<std::string>() + "@mb=" + std::to_string(j);
+          cloneOp[{j, o}] = static_cast<OpId>(h.ops.size());
           emit(std::move(clone));
         }
       }
@@ -691,6 +709,12 @@ class MicroBatchFolder {
               return false;
             }
           }
+        if (t && j != kStepWide) {
+          const std::string& key = c.valueKey[u];
+          auto step = c.boxStep.lower_bound({key, 0});
+          if (c.partStep.count(key) || (step != c.boxStep.end() && step->first.first == key))
+            t->varying.insert({d, to});
+        }
         lineage.emplace(to, std::move(moved));
         return true;
       };
@@ -701,8 +725,37 @@ class MicroBatchFolder {
           for (int j : fill)
             if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
       }
+      if (carry && carried) {
+        auto moveOps = [&](const std::set<std::pair<size_t, OpId>>& from,
+                           std::set<std::pair<size_t, OpId>>& to) {
+          for (const auto& [dev, o] : from) {
+            if (dev != d) continue;
+            if (auto it = newOp.find(o); it != newOp.end()) to.insert({d, it->second});
+            for (int j : fill)
+              if (auto it = cloneOp.find({j, o}); it != cloneOp.end()) to.insert({d, it->second});
+          }
+        };
+        moveOps(carry->sums, carried->sums);
+        moveOps(carry->averages, carried->averages);
+        for (const auto& [dev, v] : carry->varying) {
+          if (dev != d) continue;
+          if (newId[static_cast<size_t>(v)] != kNone)
+            carried->varying.insert({d, newId[static_cast<size_t>(v)]});
+          for (int j : fill)
+            if (auto it = cloneId.find({j, v}); it != cloneId.end()) carried->varying.insert({d, it->second});
+        }
+      }
       p.devices[d].graph = std::move(h);
       p.devices[d].lineage = std::move(lineage);
+    }
+    if (carry && carried) {  // devices without copies keep their graphs
+      carried->logicalAxes = carry->logicalAxes;
+      for (const auto* part : {&carry->sums, &carry->averages})
+        for (const auto& e : *part)
+          if (copies_[e.first].ops.empty())
+            (part == &carry->sums ? carried->sums : carried->averages).insert(e);
+      for (const auto& e : carry->varying)
+        if (copies_[e.first].ops.empty()) carried->varying.insert(e);
     }
     return true;
   }
@@ -712,7 +765,10 @@ class MicroBatchFolder {
     Plan p = plan_;
     p.microbatches.reset();
     p.logical = std::move(logical);
-    if (!withCopies(p, kept, true, why)) return false;
+    FoldParameter t;
+    if (!withCopies(p, kept, true, why, &t, carry_, &out.carried)) return false;
+    t.logicalAxes.insert(out.scaled.begin(), out.scaled.end());
+    out.parameter = std::move(t);
     // With compact replicas still to be folded the plan is not whole yet (the verifier folds those first).
     std::vector<Diagnostic> errs = p.replicas ? std::vector<Diagnostic>{} : validatePlan(p);
     if (!errs.empty()) {
@@ -739,6 +795,8 @@ class MicroBatchFolder {
   const Plan& plan_;
   bool compact_;
   int from_;                     // the template pair of a compact plan: copies from_ and from_ + 1
+  int point_;                    // the size point: 0 folds to the smallest count, 1 to the next
+  const FoldParameter* carry_;   // the replica fold's parameter, moved to the folded graphs
   int n_ = 0;                    // micro-batches per device (0: none)
   std::set<int> stated_;         // the micro-batches every device states (all of them in an explicit plan)
   std::vector<int> order_;       // stated_ in order
@@ -749,13 +807,13 @@ class MicroBatchFolder {
 
 }  // namespace
 
-FoldedPlan foldMicroBatches(const Plan& plan) {
-  return MicroBatchFolder(plan).run();
+FoldedPlan foldMicroBatches(const Plan& plan, int point, const FoldParameter* carry) {
+  return MicroBatchFolder(plan, point, carry).run();
 }
 
 Plan expandMicroBatches(const Plan& plan) {
   if (!plan.microbatches) return plan;
-  return MicroBatchFolder(plan).expand();
+  return MicroBatchFolder(plan, 0).expand();
 }
 
 }  // namespace paraproof::stage

@@ -16,7 +16,9 @@ namespace paraproof::stage {
 // plan as given; devices and ranks are unchanged (`originalRank` is left empty).
 // A compact plan (Plan::microbatches) is folded with its stated copies kept; when it cannot be folded, the
 // result is the plan it stands for (`folded` set, every copy written out) with the reason in `notes`.
-FoldedPlan foldMicroBatches(const Plan& plan);
+// `point`: the size point (fold.h, kFoldPoints). `carry`: the replica fold's parameter in `plan`'s terms,
+// returned in the folded plan's as FoldedPlan::carried.
+FoldedPlan foldMicroBatches(const Plan& plan, int point = 0, const FoldParameter* carry = nullptr);
 
 // The plan a compact one stands for, every implied copy written out; the plan itself when it states every
 // copy. Throws std::invalid_argument when the stated copies do not define their translates.

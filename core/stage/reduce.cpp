@@ -85,7 +85,7 @@ std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avg
         for (double x : {c * c, 1 / (c * c), std::sqrt(c), 1 / std::sqrt(c)})
           add(x);
       for (double d : distinct)  // two constants standing for one count: sum * 0.125 against mean * 2
-        add(c * d), add(c / d);
+        add(c * d), add(c / d), add(1 / (c * d));
     }
     // Three standing for one count: a loss divided by a hard-coded micro-batch count, the avg of a dp group
     // and a tp factor (sum / 4 with avg over 2 and * 0.5: 16). Products of c, d, e or their reciprocals, with
@@ -118,69 +118,75 @@ struct ClassInfo {
 // Graph 0 is the logical graph, graph d+1 is device d.
 class Reducer {
  public:
-  explicit Reducer(const Plan& plan) : plan_(plan), ag_(plan) {}
+  explicit Reducer(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep = {})
+      : plan_(plan), ag_(plan) {
+    for (auto [v, a] : keep)
+      if (static_cast<size_t>(v) < plan.logical.values.size() &&
+          a < static_cast<int>(plan.logical.values[v].type.shape.size()))
+        kept_.insert(ag_.find(ag_.axis(0, v, a)));
+  }
 
-  // The fold's truncation of the logical graph (fold.h): factor `factor` on the classes of `seeds`
-  // (logical value, dim) and 1 on every other class, under shape reduction's own conditions: the class is not
-  // pinned, its extents and index boundaries are multiples of the factor, extents >= 2 stay >= 2, reshapes
-  // balance, and no count of the class meets a constant of `constantsFrom` it did not meet before.
+  // The folds' scaled logical graph (fold.h): factor `factor` on the classes of `seeds` (logical value, dim)
+  // and 1 on every other class. The class is not pinned, its extents are multiples of the factor, extents
+  // >= 2 stay >= 2; the fold keeps a prefix of blocks, so the class holds no boundary of a logical op and
+  // no position, and every reshape run carries the factor on its outermost axes only.
   std::optional<Graph> scaleClasses(const std::vector<std::pair<ValueId, int>>& seeds, int64_t factor,
-                                    const Plan& constantsFrom, std::string& why) {
-    std::vector<const Graph*> all{&constantsFrom.logical};
-    for (const Device& d : constantsFrom.devices)
-      all.push_back(&d.graph);
-    collectConstants(all);
+                                    std::string& why) {
     const size_t n = ag_.size();
     const std::vector<ClassInfo> cls = classInfo();
     factor_.assign(n, 1);
-    for (auto [v, a] : seeds) {
-      const size_t r = ag_.find(ag_.axis(0, v, a));
+    auto take = [&](size_t r, int64_t f, const std::string& what) -> bool {
       const ClassInfo& c = cls[r];
-      const std::string what = "'" + plan_.logical.values[v].name + "' dim " + std::to_string(a);
-      if (c.pinned) return fail(why, what + " is in a class shape reduction keeps at full size");
-      if (c.gcd % factor)
-        return fail(why, what + ": an extent or index boundary of its class is not a multiple of " +
-                             std::to_string(factor));
-      if (c.minExtent >= 2 && c.minExtent / factor < 2)
-        return fail(why, what + ": its class has an extent below 2 after the fold");
-      factor_[r] = factor;
-    }
-    // A reshape that merges a folded axis with others: its other side takes the factor on its one class.
+      if (c.pinned)
+        why = what + " is in a class shape reduction keeps at full size";
+      else if (c.gcd % f)
+        why = what + ": an extent of its class is not a multiple of " + std::to_string(f);
+      else if (c.minExtent >= 2 && c.minExtent / f < 2)
+        why = what + ": its class has an extent below 2 after the fold";
+      else
+        factor_[r] = f;
+      return factor_[r] == f;
+    };
+    for (auto [v, a] : seeds)
+      if (!take(ag_.find(ag_.axis(0, v, a)), factor,
+                "'" + plan_.logical.values[v].name + "' dim " + std::to_string(a)))
+        return std::nullopt;
+    // A reshape run that holds a folded axis: the factor goes on the outermost axis of each side (a prefix
+    // of the flat index is a prefix of the outermost axis, and of nothing else).
     for (bool changed = true; changed;) {
       changed = false;
       for (const AxisGraph::Product& p : ag_.products()) {
         const auto [f, t] = productFactors(p);
         if (f == t) continue;
         const auto& side = f < t ? p.from : p.to;
-        const int64_t need = std::max(f, t) / std::min(f, t);
         if (std::max(f, t) % std::min(f, t)) return fail(why, "a reshape does not balance the fold");
-        for (size_t a : side) {
-          const size_t r = ag_.find(a);
-          if (factor_[r] != 1 || cls[r].pinned || cls[r].gcd % need ||
-              (cls[r].minExtent >= 2 && cls[r].minExtent / need < 2))
-            continue;
-          factor_[r] = need;
-          changed = true;
-          break;
-        }
-        if (!changed) return fail(why, "a reshape merges the folded axis with one that cannot take the fold");
+        const size_t r = ag_.find(side.front());
+        if (factor_[r] != 1) return fail(why, "a reshape run takes the fold on an inner axis");
+        if (!take(r, std::max(f, t) / std::min(f, t), "the outermost axis of a reshape run"))
+          return std::nullopt;
+        changed = true;
       }
     }
-    countClasses();
-    std::vector<int64_t> limit(n, 1);
-    for (size_t r = 0; r < n; ++r)
-      if (factor_[r] > 1) limit[r] = factor_[r];
-    if (separateCounts(limit))
-      return fail(why, "a count of the folded axis would meet a constant of the plan");
+    for (const AxisGraph::Product& p : ag_.products())
+      for (const auto* side : {&p.from, &p.to})
+        for (size_t i = 1; i < side->size(); ++i)
+          if (factor_[ag_.find((*side)[i])] != 1)
+            return fail(why, "a reshape run would carry the fold on an inner axis");
+    for (const auto& [a, value] : ag_.boundaries())
+      if (factor_[ag_.find(a)] > 1 && value != 0 && value != ag_.extent(a))
+        return fail(why, "a logical op indexes at " + std::to_string(value) + " inside the folded dimension");
+    for (size_t a : ag_.positions())
+      if (factor_[ag_.find(a)] > 1)
+        return fail(why, "a logical op computes positions along the folded dimension");
     Plan out = plan_;
     if (!rebuild(out, why)) return std::nullopt;
     return std::move(out.logical);
   }
 
-  ReducedPlan run() {
+  ReducedPlan run(int point) {
     ReducedPlan out;
     collectConstants();
-    if (!chooseFactors()) {
+    if (!chooseFactors(point)) {
       out.plan = plan_;
       out.notes.push_back("shape reduction skipped (reshape factors did not settle): checking at full size");
       return out;
@@ -222,9 +228,6 @@ class Reducer {
   }
 
   void collectConstants() { constants_ = countLikeConstants(ag_.graphs(), true, true, true); }
-  void collectConstants(const std::vector<const Graph*>& graphs) {
-    constants_ = countLikeConstants(graphs, true);  // the replica fold's truncation: pairs, as the fold
-  }
 
   // O(sqrt(g)); memoised, since the same extents recur in every layer and on every device.
   int64_t largestDivisorAtMost(int64_t g, int64_t limit) {
@@ -268,6 +271,8 @@ class Reducer {
       if (e >= 2) c.minExtent = c.minExtent ? std::min(c.minExtent, e) : e;
       c.pinned = c.pinned || ag_.pinned(a);
     }
+    for (size_t r : kept_)
+      cls[r].pinned = true;
     for (const auto& [a, value] : ag_.boundaries()) {
       ClassInfo& c = cls[ag_.find(a)];
       c.gcd = std::gcd(c.gcd, value < 0 ? -value : value);
@@ -275,7 +280,7 @@ class Reducer {
     return cls;
   }
 
-  bool chooseFactors() {
+  bool chooseFactors(int point) {
     const size_t n = ag_.size();
     const std::vector<ClassInfo> cls = classInfo();
     // limit[root]: the largest factor the class may take; lowered when a count would collide.
@@ -285,14 +290,104 @@ class Reducer {
       const ClassInfo& c = cls[a];
       if (!c.pinned && c.minExtent >= 4) limit[a] = c.minExtent / 2;  // below 4 cannot stay >= 2
     }
+    for (size_t r : innerAxesOfAmbiguousRuns())
+      limit[r] = 1;
     countClasses();
-    do {
-      factor_.assign(n, 1);
-      for (size_t a = 0; a < n; ++a)
-        if (ag_.find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
-      if (!balanceProducts()) return false;
-    } while (separateCounts(limit));
-    return true;
+    auto settle = [&] {
+      do {
+        factor_.assign(n, 1);
+        for (size_t a = 0; a < n; ++a)
+          if (ag_.find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
+        if (!balanceProducts()) return false;
+      } while (separateCounts(limit) || keepRunBoundaries(limit));
+      return true;
+    };
+    if (!settle()) return false;
+    if (point == 0) return true;
+    // The second size point: every class reduced at point 0 takes a strictly smaller factor (limits only
+    // ever go down), so its extents differ from point 0's; the others stay at full size.
+    const std::vector<int64_t> first = factor_;
+    for (size_t a = 0; a < n; ++a)
+      if (ag_.find(a) == a) limit[a] = first[a] > 1 ? first[a] / smallestPrimeFactor(first[a]) : 1;
+    return settle();
+  }
+
+  // A reshape run maps a flat class onto a sequence of axes row-major. A boundary of the flat class (a
+  // lineage block, a slice) must land at the same multi-index at reduced size: each digit of its mixed-radix
+  // form divisible by its axis's factor, and the reduced flat boundary the reduced digits' flat index (a
+  // boundary inside a row rules out a factor on the rows). Otherwise the run keeps its inner axes at full
+  // size. Returns whether it lowered a limit.
+  bool keepRunBoundaries(std::vector<int64_t>& limit) {
+    if (boundariesByClass_.empty())
+      for (const auto& [a, value] : ag_.boundaries())
+        boundariesByClass_[ag_.find(a)].push_back(value);
+    bool changed = false;
+    for (const AxisGraph::Product& p : ag_.products())
+      for (const auto& [flat, split] : {std::pair{&p.from, &p.to}, std::pair{&p.to, &p.from}}) {
+        if (flat->size() != 1 || split->size() < 2) continue;
+        auto it = boundariesByClass_.find(ag_.find(flat->front()));
+        const int64_t extent = ag_.extent(flat->front());
+        if (it == boundariesByClass_.end() || extent <= 0) continue;
+        int64_t fFlat = 1;
+        for (size_t x : *split)
+          fFlat *= factor_[ag_.find(x)];
+        bool ok = true;
+        for (int64_t b : it->second) {
+          const int64_t at = ((b % extent) + extent) % extent;
+          int64_t rest = at, stride = extent, reduced = 0;
+          for (size_t x : *split) {
+            const int64_t e = ag_.extent(x), f = factor_[ag_.find(x)];
+            stride /= e;
+            const int64_t digit = rest / stride;
+            rest %= stride;
+            ok = ok && digit % f == 0;
+            reduced = reduced * (e / f) + digit / f;
+          }
+          ok = ok && at % fFlat == 0 && reduced == at / fFlat;
+        }
+        if (ok) continue;
+        for (size_t i = 1; i < split->size(); ++i)
+          if (int64_t& l = limit[ag_.find((*split)[i])]; l > 1) {
+            l = 1;
+            changed = true;
+          }
+      }
+    return changed;
+  }
+
+  static int64_t smallestPrimeFactor(int64_t f) {
+    for (int64_t p = 2; p <= f / p; ++p)
+      if (f % p == 0) return p;
+    return f;
+  }
+
+  // Reshape runs keep their flat-index map when each class is split alike everywhere: a run whose flat
+  // class (a side of one axis) is split into another sequence of classes elsewhere, or a run with several
+  // axes on both sides, carries its factor on the outermost axes only (two different row-major splits of
+  // one axis agree once shrunk to equal extents). Returns the classes of the other axes of such runs.
+  std::set<size_t> innerAxesOfAmbiguousRuns() {
+    std::map<size_t, std::set<std::vector<size_t>>> splits;  // flat class -> the sequences it splits into
+    auto roots = [&](const std::vector<size_t>& side) {
+      std::vector<size_t> r;
+      for (size_t a : side)
+        r.push_back(ag_.find(a));
+      return r;
+    };
+    for (const AxisGraph::Product& p : ag_.products()) {
+      if (p.from.size() == 1) splits[ag_.find(p.from[0])].insert(roots(p.to));
+      if (p.to.size() == 1) splits[ag_.find(p.to[0])].insert(roots(p.from));
+    }
+    std::set<size_t> inner;
+    for (const AxisGraph::Product& p : ag_.products()) {
+      const bool ambiguous = (p.from.size() > 1 && p.to.size() > 1) ||
+                             (p.from.size() == 1 && splits[ag_.find(p.from[0])].size() > 1) ||
+                             (p.to.size() == 1 && splits[ag_.find(p.to[0])].size() > 1);
+      if (!ambiguous) continue;
+      for (const auto* side : {&p.from, &p.to})
+        for (size_t i = 1; i < side->size(); ++i)
+          inner.insert(ag_.find((*side)[i]));
+    }
+    return inner;
   }
 
   // Reshapes: the product of factors must agree on both sides; lower factors until they do (each pass
@@ -519,14 +614,16 @@ class Reducer {
   AxisGraph ag_;
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
+  std::set<size_t> kept_;        // classes a fold scaled: kept as they are
+  std::map<size_t, std::vector<int64_t>> boundariesByClass_;
   std::vector<int64_t> factor_;
   std::map<std::pair<int64_t, int64_t>, int64_t> divisorMemo_;
 };
 
 }  // namespace
 
-ReducedPlan reducePlan(const Plan& plan) {
-  return Reducer(plan).run();
+ReducedPlan reducePlan(const Plan& plan, int point, const std::vector<std::pair<ValueId, int>>& keep) {
+  return Reducer(plan, keep).run(point);
 }
 
 std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,
@@ -534,7 +631,17 @@ std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::p
   Plan logicalOnly;
   logicalOnly.logical = plan.logical;
   logicalOnly.mesh = plan.mesh;
-  return Reducer(logicalOnly).scaleClasses(axes, factor, plan, why);
+  return Reducer(logicalOnly).scaleClasses(axes, factor, why);
+}
+
+std::vector<std::pair<ValueId, int>> scaledAxes(const Graph& before, const Graph& after) {
+  std::vector<std::pair<ValueId, int>> out;
+  for (size_t v = 0; v < before.values.size() && v < after.values.size(); ++v) {
+    const Shape &a = before.values[v].type.shape, &b = after.values[v].type.shape;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+      if (a[i] != b[i]) out.push_back({static_cast<ValueId>(v), static_cast<int>(i)});
+  }
+  return out;
 }
 
 }  // namespace paraproof::stage

@@ -19,7 +19,15 @@ struct ReducedPlan {
   std::vector<std::string> notes;                 // what was done, or why it was not
 };
 
-ReducedPlan reducePlan(const Plan& plan);
+// `point` 0 reduces every class as far as its conditions allow; point 1 (the second size point,
+// docs/soundness.md "Size points") gives every class reduced at point 0 a strictly smaller factor, so its
+// extents differ from point 0's on every reduced class. `keep`: logical axes (value, dim) whose classes keep
+// their extents (the axes a fold scaled: the fold's own size points must stay apart).
+ReducedPlan reducePlan(const Plan& plan, int point = 0,
+                       const std::vector<std::pair<ValueId, int>>& keep = {});
+
+// The logical axes (value, dim) whose extent differs between two versions of one graph.
+std::vector<std::pair<ValueId, int>> scaledAxes(const Graph& before, const Graph& after);
 
 // The count-like integers >= 2 the numeric constants of `graphs` could stand for: c, 1/c, c^2, 1/c^2,
 // sqrt(c), 1/sqrt(c) (a hard-coded mean divisor, its reciprocal as a factor, a squared or rooted attention
@@ -35,8 +43,10 @@ std::set<int64_t> countLikeConstants(const std::vector<const Op*>& ops, bool avg
                                      bool powers = true, bool triples = false);
 
 // The logical graph with the classes of `axes` (logical value, dim) scaled down by `factor` and every other
-// class kept, under shape reduction's conditions; the counts are kept apart from the constants of the whole
-// plan. Used by the replica fold (fold.h). nullopt with `why` when a condition fails.
+// class kept: the folds' logical batch (fold.h). A fold keeps a prefix of the replica or copy blocks, so the
+// scaled classes must be uniform along the batch: no index boundary of a logical op and no position inside
+// them, and in every reshape run the factor on the outermost axis of each side only. nullopt with `why` when
+// a condition fails.
 std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,
                                       int64_t factor, std::string& why);
 

@@ -111,24 +111,43 @@ ExprId ExprPool::var(VarInfo info) {
 bool ExprPool::isConst(ExprId e, double v) const {
   const Node& n = node(e);
   if (n.kind != Kind::Const) return false;
-  return n.sort == Sort::Real ? n.value == v : static_cast<double>(n.ivalue) == v;
+  if (n.sort == Sort::Real) return n.value == v;
+  // Integers compare exactly: no rounding of either side to a double.
+  return std::trunc(v) == v && std::fabs(v) < 0x1p63 && n.ivalue == static_cast<int64_t>(v);
 }
 
 namespace {
-// Exact folding only: a folded constant must be the exact real result, never a rounded one.
+// Exact folding only: a folded constant must be the exact real result, never a rounded one (nor one lost to
+// overflow or underflow); otherwise the operands stay separate terms.
 bool exactSum(double a, double b, double& out) {
-  double s = a + b;
+  if (!std::isfinite(a) || !std::isfinite(b)) return false;
+  double s = a + b;  // a subnormal sum is exact (gradual underflow); TwoSum recovers the rounding error
   double bb = s - a;
   double err = (a - (s - bb)) + (b - bb);
   if (err != 0 || !std::isfinite(s)) return false;
   out = s;
   return true;
 }
+// The fma residual of a * b is exact only when a * b is far from the subnormal range, so the significands are
+// multiplied at a normal scale (product in [1/4, 1)) and the binary exponent is applied afterwards: the
+// result is exact iff that product is and scaling it back loses no bit (no overflow, no underflow).
 bool exactProduct(double a, double b, double& out) {
-  double p = a * b;
-  if (!std::isfinite(p) || std::fma(a, b, -p) != 0) return false;
+  if (!std::isfinite(a) || !std::isfinite(b)) return false;
+  if (a == 0 || b == 0) {
+    out = 0;
+    return true;
+  }
+  int ea = 0, eb = 0;
+  const double ma = std::frexp(a, &ea), mb = std::frexp(b, &eb);
+  const double m = ma * mb;
+  if (std::fma(ma, mb, -m) != 0) return false;
+  const double p = std::ldexp(m, ea + eb);
+  if (!std::isfinite(p) || p == 0 || std::ldexp(p, -(ea + eb)) != m) return false;
   out = p;
   return true;
+}
+bool exactIntegerOp(bool sum, int64_t a, int64_t b, int64_t& out) {
+  return sum ? !__builtin_add_overflow(a, b, &out) : !__builtin_mul_overflow(a, b, &out);
 }
 }  // namespace
 
@@ -148,13 +167,20 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   // Fold constants exactly; keep unfoldable constants as separate terms.
   std::vector<ExprId> rest;
   std::vector<double> consts;
-  int64_t iacc = (k == Kind::Add) ? 0 : 1;
-  bool haveInt = false;
+  std::vector<int64_t> iconsts;
   for (ExprId a : args) {
     const Node& n = node(a);
     if (n.kind == Kind::Const && n.sort == Sort::Int) {
-      iacc = (k == Kind::Add) ? iacc + n.ivalue : iacc * n.ivalue;
-      haveInt = true;
+      bool merged = false;
+      for (int64_t& c : iconsts) {
+        int64_t r;
+        if (exactIntegerOp(k == Kind::Add, c, n.ivalue, r)) {
+          c = r;
+          merged = true;
+          break;
+        }
+      }
+      if (!merged) iconsts.push_back(n.ivalue);
     } else if (n.kind == Kind::Const && n.sort == Sort::Real) {
       bool merged = false;
       for (double& c : consts) {
@@ -173,12 +199,13 @@ ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   if (k == Kind::Mul) {
     for (double c : consts)
       if (c == 0.0) return real(0.0);
-    if (haveInt && iacc == 0) return integer(0);
+    for (int64_t c : iconsts)
+      if (c == 0) return integer(0);
   }
   for (double c : consts)
     if (!((k == Kind::Add && c == 0.0) || (k == Kind::Mul && c == 1.0))) rest.push_back(real(c));
-  if (haveInt && !((k == Kind::Add && iacc == 0) || (k == Kind::Mul && iacc == 1)))
-    rest.push_back(integer(iacc));
+  for (int64_t c : iconsts)
+    if (!((k == Kind::Add && c == 0) || (k == Kind::Mul && c == 1))) rest.push_back(integer(c));
   if (rest.empty()) {
     if (s == Sort::Int) return integer(k == Kind::Add ? 0 : 1);
     return real(k == Kind::Add ? 0.0 : 1.0);
@@ -202,14 +229,15 @@ ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
     }
   std::vector<ExprId> args;
   std::optional<ExprId> best;  // constants fold into the most extreme one
-  auto value = [&](ExprId c) {
-    return node(c).sort == Sort::Int ? static_cast<double>(node(c).ivalue) : node(c).value;
+  // One sort here: integers compare as integers (a double would round two large ones to a tie).
+  auto less = [&](ExprId x, ExprId y) {
+    return s == Sort::Int ? node(x).ivalue < node(y).ivalue : node(x).value < node(y).value;
   };
   for (ExprId a : in)
     for (ExprId b : node(a).kind == k ? node(a).args : std::vector<ExprId>{a}) {
       if (node(b).kind != Kind::Const) {
         args.push_back(b);
-      } else if (!best || (k == Kind::Max ? value(b) > value(*best) : value(b) < value(*best))) {
+      } else if (!best || (k == Kind::Max ? less(*best, b) : less(b, *best))) {
         best = b;
       }
     }
@@ -250,10 +278,12 @@ ExprId ExprPool::div(ExprId a, ExprId b) {
   // lowering, which rejects a division by a constant zero.
   if (isConst(a, 0.0) && nb.kind == Kind::Const && !isConst(b, 0.0)) return a;
   if (nb.kind == Kind::Const && nb.sort == Sort::Real && nb.value != 0) {
-    // Division by a power of two is an exact multiplication.
+    // Division by a power of two is a multiplication by its reciprocal, when that is a double (2^-1074 has
+    // none: 2^1074 overflows).
     int e;
-    double m = std::frexp(nb.value, &e);
-    if (m == 0.5 || m == -0.5) return mul(real(1.0 / nb.value), a);
+    double m = std::frexp(nb.value, &e), r = 0;
+    if ((m == 0.5 || m == -0.5) && exactProduct(1.0 / nb.value, nb.value, r) && r == 1.0)
+      return mul(real(1.0 / nb.value), a);
   }
   Node n{Kind::Div, Sort::Real};
   n.args = {a, b};
@@ -323,7 +353,11 @@ ExprId ExprPool::ite(ExprId c, ExprId t, ExprId e) {
 
 ExprId ExprPool::toReal(ExprId i) {
   const Node& n = node(i);
-  if (n.kind == Kind::Const) return real(static_cast<double>(n.ivalue));
+  // Folds only when a double holds the integer exactly (|i| > 2^53 may not be one).
+  if (n.kind == Kind::Const) {
+    const double d = static_cast<double>(n.ivalue);
+    if (std::fabs(d) < 0x1p63 && static_cast<int64_t>(d) == n.ivalue) return real(d);
+  }
   Node r{Kind::ToReal, Sort::Real};
   r.args = {i};
   return intern(std::move(r));

@@ -130,8 +130,8 @@ StageResult cancelledResult(std::string engine) {
   return res;
 }
 
-StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
-                         const solver::Budget& budget) {
+StageResult decideProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
+                          const solver::Budget& budget) {
   StageResult res;
   if (pb.obligations.empty()) {
     res.status = solver::Status::Verified;
@@ -190,6 +190,21 @@ StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines&
   if (z.status == solver::Status::Inconclusive && fieldResult.status == solver::Status::Verified)
     res.reason += "; the random-field engine found no difference (" + fieldResult.reason + ")";
   if (z.cex) res.counterexample = describeCounterexample(*toSolve, *z.cex);
+  return res;
+}
+
+// An engine's "verified" is a proof only if its premises and every obligation's definedness guard can hold
+// (docs/soundness.md, "Engines"); otherwise the stage is inconclusive, the reason naming the obligation.
+StageResult checkProblem(const solver::Problem& pb, const Options& opt, Engines& eng,
+                         const solver::Budget& budget) {
+  StageResult res = decideProblem(pb, opt, eng, budget);
+  if (res.status != solver::Status::Verified) return res;
+  solver::Z3Options z3opt;
+  z3opt.maxMemoryMb = opt.z3MemoryMb;
+  const solver::Result premises = solver::checkPremises(pb, budget, z3opt);
+  if (premises.status == solver::Status::Verified) return res;
+  res.status = solver::Status::Inconclusive;
+  res.reason = premises.reason + "; the engines' verdict is withheld (" + res.reason + ")";
   return res;
 }
 
@@ -309,9 +324,9 @@ Verdict overall(const std::vector<StageResult>& results, bool stopped) {
   return inconclusive ? Verdict::Inconclusive : Verdict::Equivalent;
 }
 
-// A stage that failed on a plan folded although a constant could stand for a full-size count (FoldedPlan::
-// countsMet) may be a correct hard-coded count checked at the folded one; a stage without such a constant
-// failed for another reason, which the fold preserves (docs/soundness.md, "Replica fold", condition 4).
+// Completeness, not soundness (the size points carry that): a stage that failed on a folded plan and holds
+// a constant that could stand for a full-size count (FoldedPlan::countsMet) may be a correct hard-coded count
+// checked at the folded one, so the plan is checked again unfolded (docs/soundness.md, "Size points").
 std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vector<stage::Stage>& stages,
                                                const Report& rep, const std::set<int64_t>& countsMet) {
   if (countsMet.empty()) return std::nullopt;
@@ -322,7 +337,7 @@ std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vect
       ops.push_back(&work.logical.ops[static_cast<size_t>(o)]);
     for (const stage::DeviceOp& d : stages[i].deviceOps)
       ops.push_back(&work.devices[static_cast<size_t>(d.device)].graph.ops[static_cast<size_t>(d.op)]);
-    for (int64_t c : stage::countLikeConstants(ops, true))
+    for (int64_t c : stage::countLikeConstants(ops, true, true, true))
       if (countsMet.count(c))
         return "stage " + std::to_string(i) +
                " failed folded and holds a constant that could stand for the count " + std::to_string(c) +
@@ -420,9 +435,28 @@ void unfoldFullIndex(CounterexampleReport& c, const Plan& folded, const std::vec
   }
 }
 
-// One verification; `unfoldWhy` (when given) receives the reason to check the plan again unfolded.
+// Where a run checks the plan (docs/soundness.md, "Size points"): the fold counts and the reduction, each at
+// its first (0) or second (1) point.
+struct SizePoint {
+  int replicas = 0, copies = 0, shapes = 0;
+};
+
+// What a run did at its size point, for verifyPlan to choose the other points.
+struct PointOutcome {
+  bool replicasFolded = false, copiesFolded = false, reduced = false;
+  std::optional<std::string> unfoldWhy;  // a failure that may be a correct hard-coded full count
+  std::optional<std::string> tooCoarse;  // condition D fails: two fold counts do not prove every count
+};
+
+// Verified stages by signature, across the size points of one verification: a stage whose problem does not
+// depend on the point (a replica's own compute) is checked once.
+struct StageCache {
+  std::unordered_map<std::string, StageResult> verified;
+};
+
+// One verification at one size point.
 Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
-                  std::optional<std::string>* unfoldWhy) {
+                  const SizePoint& at, PointOutcome* outcome, StageCache* cache) {
   const auto start = Clock::now();
   Report rep;
   rep.plan = given.name;
@@ -438,7 +472,7 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   Plan expanded;
   const Plan* checked = &given;
   if (given.replicas) {
-    if (opt.fold) folded = stage::foldReplicas(given);
+    if (opt.fold) folded = stage::foldReplicas(given, "dp", at.replicas);
     if (folded.folded) {
       checked = &folded.plan;
     } else {
@@ -456,7 +490,7 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   if (checked->microbatches && rep.errors.empty()) {
     try {
       if (opt.fold) {
-        mbFolded = stage::foldMicroBatches(*checked);
+        mbFolded = stage::foldMicroBatches(*checked, at.copies, &folded.parameter);
         if (!mbFolded.folded) rep.errors.push_back({"/microbatches", mbFolded.notes.front()});
       } else {
         expandedCopies = stage::expandMicroBatches(*checked);
@@ -494,21 +528,26 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     return rep;
   }
 
-  if (!given.replicas && opt.fold) folded = stage::foldReplicas(plan);
+  if (!given.replicas && opt.fold) folded = stage::foldReplicas(plan, "dp", at.replicas);
   for (auto& n : folded.notes)
     rep.notes.push_back(n);
   // (`plan` is already folded where the plan was compact.)
   const Plan& replicaFolded = !given.replicas && folded.folded ? folded.plan : plan;
   // Micro-batches are copies inside each device graph: folded after the replicas, ranks unchanged.
-  if (!given.microbatches && opt.fold) mbFolded = stage::foldMicroBatches(replicaFolded);
+  if (!given.microbatches && opt.fold)
+    mbFolded = stage::foldMicroBatches(replicaFolded, at.copies, &folded.parameter);
   for (auto& n : mbFolded.notes)
     rep.notes.push_back(n);
   const Plan& input = !given.microbatches && mbFolded.folded ? mbFolded.plan : replicaFolded;
   phase("fold");
 
+  // The axes the folds scaled keep their extents: the fold's two points must stay apart after reduction.
+  std::vector<std::pair<ValueId, int>> foldScaled;
+  for (const stage::FoldedPlan* f : {&folded, &mbFolded})
+    if (f->folded) foldScaled.insert(foldScaled.end(), f->scaled.begin(), f->scaled.end());
   stage::ReducedPlan reduced;
   if (opt.reduceShapes) {
-    reduced = stage::reducePlan(input);
+    reduced = stage::reducePlan(input, at.shapes, foldScaled);
   } else {
     reduced.plan = input;
     reduced.notes.push_back("shape reduction disabled: checking at full size");
@@ -521,6 +560,32 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   const Plan& work = reduced.plan;
 
   std::vector<stage::Stage> stages = stage::cutStages(work);
+  // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
+  // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
+  if (opt.fold) {
+    const stage::FoldParameter& replicas = mbFolded.folded ? mbFolded.carried : folded.parameter;
+    using Parameter = std::pair<const stage::FoldParameter*, const char*>;
+    for (const auto& [t, what] :
+         {Parameter{&replicas, "replica"}, Parameter{&mbFolded.parameter, "micro-batch"}}) {
+      if (t->empty()) continue;
+      std::vector<int> need(stages.size(), 1);
+      parallelFor(stages.size(), opt.jobs,
+                  [&](size_t i) { need[i] = stage::countsNeeded(work, stages[i], *t); });
+      const auto worst = std::max_element(need.begin(), need.end());
+      if (worst == need.end() || *worst <= stage::kFoldPoints) continue;
+      const size_t i = static_cast<size_t>(worst - need.begin());
+      const std::string scope = describe(work, stages[i]).scopes.empty()
+                                    ? ""
+                                    : " (" + describe(work, stages[i]).scopes.front() + ")";
+      outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
+                           " count through " + std::to_string(*worst) + " powers of it, more than the " +
+                           std::to_string(stage::kFoldPoints) +
+                           " fold counts checked can pin down (condition D)";
+      rep.verdict = Verdict::Inconclusive;
+      rep.seconds = since(start);
+      return rep;
+    }
+  }
   const stage::IntDomains domains = stage::intDomains(work);
   for (const auto& s : stages)
     rep.stages.push_back(describe(work, s));
@@ -535,8 +600,9 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   // and checked; the others take its result when it finishes.
   std::vector<int> toCheck;                     // signature owners, in stage order
   std::map<int, std::vector<int>> sameSigners;  // owner -> later stages with its signature
+  std::vector<std::string> sigs(opt.dedupStages ? stages.size() : 0);
+  std::vector<std::pair<int, StageResult>> fromCache;  // owners proved at an earlier size point
   if (opt.dedupStages) {
-    std::vector<std::string> sigs(stages.size());
     parallelFor(stages.size(), opt.jobs,
                 [&](size_t i) { sigs[i] = stage::stageSignature(work, stages[i], domains); });
     std::unordered_map<std::string, int> firstWith;
@@ -544,11 +610,15 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       // The held stage (a testing gate) is always checked itself.
       auto [it, fresh] = static_cast<int>(i) == opt.holdStage
                              ? std::make_pair(firstWith.end(), true)
-                             : firstWith.emplace(std::move(sigs[i]), static_cast<int>(i));
-      if (fresh)
-        toCheck.push_back(static_cast<int>(i));
-      else
+                             : firstWith.emplace(sigs[i], static_cast<int>(i));
+      if (!fresh) {
         sameSigners[it->second].push_back(static_cast<int>(i));
+      } else if (auto c = cache ? cache->verified.find(sigs[i]) : decltype(cache->verified.end()){};
+                 cache && c != cache->verified.end() && static_cast<int>(i) != opt.holdStage) {
+        fromCache.push_back({static_cast<int>(i), c->second});
+      } else {
+        toCheck.push_back(static_cast<int>(i));
+      }
     }
   } else {
     for (size_t i = 0; i < stages.size(); ++i)
@@ -631,6 +701,15 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     sameSigners.erase(same);
   };
 
+  {
+    std::lock_guard lock(mu);
+    for (auto& [i, r] : fromCache) {
+      r.seconds = 0;
+      r.reusedFrom = kNone;
+      r.reason += " (the same problem, proved at an earlier size point)";
+      finish(i, std::move(r));
+    }
+  }
   const std::vector<int>* list = &toCheck;
   auto worker = [&] {
     Engines eng;
@@ -882,11 +961,19 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     rep.errors = std::move(invalid);
     rep.verdict = Verdict::Invalid;
   }
-  if (unfoldWhy && rep.verdict == Verdict::NotEquivalent) {
+  if (opt.fold && rep.verdict == Verdict::NotEquivalent) {
     std::set<int64_t> met = folded.countsMet;
     met.insert(mbFolded.countsMet.begin(), mbFolded.countsMet.end());
-    *unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
+    outcome->unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
   }
+  // Stages proved here serve the other size points; a pass found by the full-size re-check is the full
+  // stage's, not the reduced problem's.
+  for (size_t i = 0; cache && i < sigs.size(); ++i)
+    if (done[i] && rep.results[i].status == solver::Status::Verified && rep.results[i].fullSizeCheck.empty())
+      cache->verified.emplace(sigs[i], rep.results[i]);
+  outcome->replicasFolded = folded.folded && folded.count > 0;
+  outcome->copiesFolded = mbFolded.folded && mbFolded.count > 0;
+  outcome->reduced = opt.reduceShapes && reduced.reduced;
   // Compact plans leave replicas or copies implied: their diffs stay in the folded plan's coordinates.
   if ((folded.folded || mbFolded.folded) && !given.replicas && !given.microbatches)
     for (StageResult& r : rep.results)
@@ -901,22 +988,73 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
 
 }  // namespace
 
+// `again` after `first`: the first run's phases kept with `prefix`, its time counted.
+static Report following(Report first, Report again, const std::string& prefix, const std::string& note,
+                        Clock::time_point start) {
+  again.notes.insert(again.notes.begin(), note);
+  for (auto& phase : first.phases)
+    phase.first = prefix + phase.first;
+  again.phases.insert(again.phases.begin(), first.phases.begin(), first.phases.end());
+  again.seconds = since(start);
+  return again;
+}
+
 Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
                   const std::atomic<bool>* cancel) {
   const auto start = Clock::now();
-  std::optional<std::string> unfoldWhy;
-  Report rep = verifyOnce(given, opt, observer, cancel, opt.fold ? &unfoldWhy : nullptr);
-  if (!unfoldWhy || (cancel && cancel->load())) return rep;
-  Options unfolded = opt;
+  auto remaining = [&](Options o) {
+    if (opt.deadlineSeconds > 0) o.deadlineSeconds = std::max(0.001, opt.deadlineSeconds - since(start));
+    return o;
+  };
+  auto stopped = [&] { return cancel && cancel->load(); };
+  // The first size point; then, while the plan verifies, the second point of each fold and of the
+  // reduction that applied (both folds: the four corners), each a coincidence would have to survive.
+  StageCache cache;
+  PointOutcome base;
+  Report rep = verifyOnce(given, opt, observer, cancel, {}, &base, &cache);
+  std::vector<std::pair<SizePoint, std::string>> more;
+  if (base.replicasFolded) more.push_back({{1, 0, 0}, "the second replica count"});
+  if (base.copiesFolded) more.push_back({{0, 1, 0}, "the second micro-batch count"});
+  if (base.replicasFolded && base.copiesFolded)
+    more.push_back({{1, 1, 0}, "the second replica and micro-batch counts"});
+  if (base.reduced) more.push_back({{0, 0, 1}, "the second reduction"});
+  std::optional<std::string> unfoldWhy = base.unfoldWhy;
+  std::optional<std::string> tooCoarse = base.tooCoarse;
+  std::string points = "the first size point";
+  for (const auto& [at, what] : more) {
+    if (rep.verdict != Verdict::Equivalent || tooCoarse || stopped()) break;
+    PointOutcome o;
+    Report again = verifyOnce(given, remaining(opt), observer, cancel, at, &o, &cache);
+    if (o.tooCoarse) {
+      tooCoarse = o.tooCoarse;
+      break;
+    }
+    if (again.verdict == Verdict::Equivalent) {
+      points += ", " + what;
+      for (auto& phase : again.phases)
+        rep.phases.push_back({"(" + what + ") " + phase.first, phase.second});
+      rep.seconds = since(start);
+      continue;
+    }
+    rep = following(std::move(rep), std::move(again), "(first size point) ",
+                    "checked at " + what +
+                        " after the first size point verified (docs/soundness.md, \"Size "
+                        "points\")",
+                    start);
+    unfoldWhy = o.unfoldWhy;
+  }
+  if (rep.verdict == Verdict::Equivalent && !more.empty())
+    rep.notes.push_back("equivalent at every size point (" + points +
+                        "): a size-dependent coincidence would have to hold at each (docs/soundness.md, "
+                        "\"Size points\")");
+  if (tooCoarse && !stopped())
+    unfoldWhy = *tooCoarse;
+  else if (!unfoldWhy || stopped() || rep.verdict != Verdict::NotEquivalent || !opt.fold)
+    return rep;
+  Options unfolded = remaining(opt);
   unfolded.fold = false;
-  if (opt.deadlineSeconds > 0) unfolded.deadlineSeconds = std::max(0.001, opt.deadlineSeconds - since(start));
-  Report again = verifyOnce(given, unfolded, observer, cancel, nullptr);
-  again.notes.insert(again.notes.begin(), "checked unfolded: " + *unfoldWhy);
-  for (auto& phase : rep.phases)
-    phase.first = "folded " + phase.first;
-  again.phases.insert(again.phases.begin(), rep.phases.begin(), rep.phases.end());
-  again.seconds = since(start);
-  return again;
+  Report again = verifyPlan(given, unfolded, observer, cancel);
+  return following(std::move(rep), std::move(again), "folded ", "checked unfolded: " + *unfoldWhy, start);
 }
 
 }  // namespace paraproof::verify
