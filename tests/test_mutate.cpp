@@ -27,6 +27,20 @@ Plan makePlan(const std::string& model, const std::string& par, const std::strin
   return parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o);
 }
 
+// A plan where both folds apply (dp = 8 replicas, 4 micro-batches), compact (2 replicas and 2 copies
+// stated) or explicit, one sample per micro-batch so the oracle stays within its bound.
+Plan foldPlan(bool compact) {
+  parallel::GenerateOptions o;
+  o.seq = 4;
+  o.layers = 2;
+  o.globalBatch = 32;
+  o.compact = compact;
+  return parallel::generatePlan(*models::findModel("llama-micro"), parallel::parseParallel("dp=8,pp=2,mb=4"), o);
+}
+
+const std::vector<std::string> kFoldOperators = {"fold-count-constant", "pin-lineage-box",
+                                                 "count-of-other-tensor", "count-squared", "narrow-int-id"};
+
 using Run = CliRun;
 
 Run cli(const QStringList& args) {
@@ -182,6 +196,68 @@ class TestMutate : public QObject {
     QVERIFY2(!summary(full.out).isEmpty(), qPrintable(full.out + full.err));
     QCOMPARE(oracleVerdicts(reduced.out).size(), 8);
     QCOMPARE(oracleVerdicts(full.out), oracleVerdicts(reduced.out));
+  }
+
+  // A compact plan is judged as the explicit plan it stands for: the oracle accepts the generator's compact
+  // and explicit plans where both folds apply, and they are the same plan once written out.
+  void oracleAcceptsFoldApplicablePlans() {
+    const Plan compact = foldPlan(true), explicitForm = foldPlan(false);
+    QVERIFY(compact.replicas && compact.microbatches);
+    QVERIFY(!explicitForm.replicas && !explicitForm.microbatches);
+    const Plan expanded = verify::explicitPlan(compact);
+    QCOMPARE(expanded.devices.size(), explicitForm.devices.size());
+    QVERIFY(validatePlan(expanded).empty());
+    QVERIFY(validatePlan(explicitForm).empty());
+    for (const Plan* p : {&compact, &explicitForm}) {
+      const verify::EndToEndOracle oracle(*p);
+      QVERIFY2(oracle.base().effect == verify::Effect::Unchanged,
+               (oracle.base().reason + " " + oracle.base().where).c_str());
+      QCOMPARE(oracle.check(*p).effect, verify::Effect::Unchanged);
+    }
+  }
+
+  // Each fold operator finds sites on a plan where both folds apply, compact and explicit, its mutants
+  // load and validate (written out), and some mutant of each is judged changed by the oracle.
+  void foldOperatorsMakeValidChangedMutants() {
+    for (bool compactForm : {false, true}) {
+      const Plan generated = foldPlan(compactForm);
+      const Plan correct = planFromJson(planToJson(generated), "<correct>");
+      const verify::EndToEndOracle oracle(correct);
+      QCOMPARE(oracle.base().effect, verify::Effect::Unchanged);
+      for (const std::string& name : kFoldOperators) {
+        // A compact plan that states only its template pair has no box to pin: a pinned template tiles
+        // nothing (the format rejects it), and no further replica or copy is stated.
+        if (compactForm && name == "pin-lineage-box") {
+          QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parallel::makeMutant(generated, 11, 0, {name}));
+          continue;
+        }
+        int valid = 0, changed = 0;
+        std::string last;
+        for (int i = 0; i < 6 && changed == 0; ++i) {
+          parallel::Mutant m = parallel::makeMutant(generated, 11, i, {name});
+          QCOMPARE(m.mutationOperator, name);
+          Plan plan, expanded;
+          try {
+            plan = planFromJson(planToJson(m.plan), "<mutant>");
+            expanded = verify::explicitPlan(plan);
+          } catch (const std::exception& e) {
+            last = m.description + ": " + e.what();
+            continue;
+          }
+          if (auto errors = validatePlan(expanded); !errors.empty()) {
+            last = m.description + ": " + errors.front().str();
+            continue;
+          }
+          ++valid;
+          const verify::EndToEndResult r = oracle.check(expanded);
+          changed += r.effect == verify::Effect::Changed;
+          last = m.description + ": " + verify::effectName(r.effect) + " " + r.reason;
+        }
+        const std::string what = name + (compactForm ? " (compact)" : " (explicit)") + ", last: " + last;
+        QVERIFY2(valid > 0, what.c_str());
+        QVERIFY2(changed > 0, what.c_str());
+      }
+    }
   }
 
   void mutantsAreReproducible() {

@@ -27,6 +27,7 @@ const char* kHelp =
     "usage: paraproof mutate --model NAME --parallel dp=..,tp=..,pp=..,mb=.. [--layers L] [--seq S] [--batch "
     "B]\n"
     "                        --count N --seed S [--jobs J] [--operators a,b,..] [--timeout T] [--no-reduce]\n"
+    "                        [--explicit]\n"
     "\n"
     "Mutation testing of the verifier. Applies N random semantic mutations (one each) to the correct "
     "generated\n"
@@ -47,6 +48,10 @@ const char* kHelp =
     "  --operators a,b       only these mutation operators (default: all)\n"
     "  --timeout T           per-stage verifier time limit in seconds (default 30)\n"
     "  --no-reduce           verify at full shapes (the oracle always runs at full shape)\n"
+    "  --explicit            mutate the explicit plan (every replica and micro-batch copy written out: a\n"
+    "                        mutation hits one of them); default: the plan as generated, compact from dp=8\n"
+    "                        or mb=4 (a mutation of a template hits every replica or copy it stands for).\n"
+    "                        The oracle always judges the explicit plan a compact one stands for.\n"
     "  --index I             run only mutant I (of the same seed), to reproduce one line\n"
     "  --save FILE           with --index: also write the mutant plan (then 'paraproof verify FILE')\n"
     "\n"
@@ -129,7 +134,17 @@ MutantResult runMutant(const Plan& correct, const verify::EndToEndOracle& oracle
     r.detail = firstLine(e.what());
     return r;
   }
-  if (auto errors = validatePlan(plan); !errors.empty()) {
+  // The oracle judges the plan a compact mutant stands for; stated replicas or copies that no longer define
+  // their translates make it invalid, as they make the verifier reject it.
+  Plan expanded;
+  try {
+    expanded = verify::explicitPlan(plan);
+  } catch (const std::exception& e) {
+    r.outcome = Outcome::Invalid;
+    r.detail = std::string(plan.replicas ? "/replicas" : "/microbatches") + ": " + firstLine(e.what());
+    return r;
+  }
+  if (auto errors = validatePlan(expanded); !errors.empty()) {
     r.outcome = Outcome::Invalid;
     r.detail = errors.front().str();
     return r;
@@ -141,7 +156,7 @@ MutantResult runMutant(const Plan& correct, const verify::EndToEndOracle& oracle
     return r;
   }
   // Outputs must also hold what the correct plan's outputs hold (the oracle's reference).
-  verify::EndToEndResult oracle = oracleOf.check(plan);
+  verify::EndToEndResult oracle = oracleOf.check(expanded);
   r.oracleSeconds = oracle.seconds;
   verify::Report rep = verify::verifyPlan(plan, vopt);
   r.verifySeconds = rep.seconds;
@@ -189,7 +204,7 @@ int runMutate(const std::vector<std::string>& argv) {
   Args args(argv,
             {"model", "parallel", "layers", "seq", "batch", "count", "seed", "jobs", "operators", "timeout",
              "index", "save"},
-            {"help", "no-reduce"});
+            {"help", "no-reduce", "explicit"});
   if (args.has("help")) {
     std::cout << kHelp << "\nmutation operators:\n";
     for (const auto& op : parallel::mutationOperators())
@@ -231,8 +246,17 @@ int runMutate(const std::vector<std::string>& argv) {
   const Plan loaded = planFromJson(planToJson(correct), "<correct plan>");
   const verify::EndToEndOracle oracle(loaded, oopt);
   const verify::EndToEndResult& base = oracle.base();
-  std::cout << "plan " << correct.name << ": " << correct.devices.size()
-            << " devices; oracle on the correct plan: " << verify::effectName(base.effect) << " ("
+  const std::string form =
+      !correct.replicas && !correct.microbatches
+          ? "explicit"
+          : "compact: " + std::to_string(correct.devices.size()) + " of " +
+                std::to_string(numElements(correct.mesh.shape)) + " devices stated" +
+                (correct.microbatches ? ", 2 of " + std::to_string(correct.microbatches->count) +
+                                            " micro-batch copies stated"
+                                      : std::string()) +
+                "; the oracle judges the explicit plan it stands for";
+  std::cout << "plan " << correct.name << ": " << correct.devices.size() << " devices (" << form
+            << "); oracle on the correct plan: " << verify::effectName(base.effect) << " ("
             << base.obligations << " output elements, " << base.elements << " scalar elements, " << base.nodes
             << " nodes, " << std::fixed << std::setprecision(2) << base.seconds << " s, of which lowering "
             << base.lowerSeconds << " s)\n"
@@ -330,11 +354,21 @@ int runMutate(const std::vector<std::string>& argv) {
     oracleTime += r.oracleSeconds;
     verifyTime += r.verifySeconds;
   }
+  // Per operator: "kill" = caught / changed (what the closing notes of a campaign report per operator).
+  std::cout << "operator               mutants changed  caught  missed invalid unchanged f-alarms undecided  kill\n";
+  auto row = [](const std::string& name, const Tally& t) {
+    std::ostringstream kill;
+    if (t.changed > 0)
+      kill << std::fixed << std::setprecision(0) << 100.0 * t.caught / t.changed << "%";
+    else
+      kill << "-";
+    std::cout << "operator " << std::left << std::setw(22) << name << std::right << std::setw(6) << t.mutants
+              << std::setw(8) << t.changed << std::setw(8) << t.caught << std::setw(8) << t.missed
+              << std::setw(8) << t.invalid << std::setw(10) << t.unchanged << std::setw(9) << t.falseAlarms
+              << std::setw(10) << t.undecided << std::setw(6) << kill.str() << "\n";
+  };
   for (const auto& [name, t] : byOperator)
-    std::cout << "operator " << name << ": mutants " << t.mutants << ", changed " << t.changed << ", caught "
-              << t.caught << ", missed " << t.missed << ", invalid " << t.invalid << ", false alarms "
-              << t.falseAlarms << ", inconclusive " << t.inconclusive << ", undecided " << t.undecided
-              << "\n";
+    row(name, t);
   std::cout << "time: oracle " << oracleTime << " s, verify " << verifyTime << " s (summed over mutants)\n";
   std::cout << "unchanged: " << all.unchanged << " false-alarms: " << all.falseAlarms
             << " inconclusive: " << all.inconclusive << " undecided: " << all.undecided << "\n";

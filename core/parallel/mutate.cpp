@@ -1,6 +1,7 @@
 #include "core/parallel/mutate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -603,6 +604,569 @@ std::optional<std::string> keepOldState(Plan& plan, MutationRng& rng) {
          valueName(dev, out) + "' -> input '" + valueName(dev, in) + "' (the step's result dropped)";
 }
 
+
+// ---- coincidences at a folded or reduced size -----------------------------------------------------------
+// The operators below build plans that are wrong at full size but right at some smaller size a checker
+// could use instead (a fold of the replicas or micro-batch copies, a shape reduction): a count replaced by
+// its value at the smaller size, a lineage box that stops moving with its replica or copy, a count taken at
+// run time from the wrong tensor or squared, an integer id narrowed to a smaller vocabulary.
+
+// `name` with `tag` inserted before its micro-batch marker ("loss#0" -> "loss.tag#0"), so that a new op or
+// value belongs to the copy of the op it feeds (docs/plan-format.md, "Micro-batches").
+std::string tagged(const std::string& name, const std::string& tag) {
+  const size_t h = name.rfind('#');
+  if (h != std::string::npos && h + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[h + 1])))
+    return name.substr(0, h) + "." + tag + name.substr(h);
+  return name + "." + tag;
+}
+
+// The micro-batch marker of a name ("#3" of "x#3~1"), empty for a step-wide name.
+std::string copyMarker(const std::string& name) {
+  const size_t h = name.rfind('#');
+  if (h == std::string::npos || h + 1 >= name.size() || !std::isdigit(static_cast<unsigned char>(name[h + 1])))
+    return "";
+  size_t e = h + 1;
+  while (e < name.size() && std::isdigit(static_cast<unsigned char>(name[e])))
+    ++e;
+  return name.substr(h, e - h);
+}
+
+NewOp asNewOp(const Device& dev, const Op& op) {
+  NewOp n;
+  n.id = op.id;
+  n.kind = op.kind;
+  n.attrs = op.attrs;
+  n.scope = op.scope;
+  n.origin = op.origin;
+  for (ValueId v : op.inputs)
+    n.inputs.push_back(valueName(dev, v));
+  for (ValueId v : op.outputs)
+    n.outputs.push_back(valueName(dev, v));
+  return n;
+}
+
+NewOp newOp(const Op& site, const std::string& tag, const std::string& kind, std::vector<std::string> inputs,
+            Json attrs = Json::object()) {
+  NewOp n;
+  n.id = tagged(site.id, tag);
+  n.kind = kind;
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  n.outputs = {n.id};
+  n.scope = site.scope;
+  n.origin = site.origin;
+  return n;
+}
+
+// The devices an edit of device d's program must reach. In a compact plan the template replicas define the
+// implied ones, so the edit goes to every stated replica of d's line (a mutation of the template is a
+// mutation of every replica it stands for); in an explicit plan to d alone (one replica).
+std::vector<int> lineOf(const Plan& plan, int d) {
+  if (!plan.replicas) return {d};
+  const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), plan.replicas->axis);
+  if (it == plan.mesh.axes.end()) return {d};
+  const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
+  std::vector<int> out;
+  for (int e = 0; e < static_cast<int>(plan.devices.size()); ++e) {
+    std::vector<int64_t> x = plan.devices[e].coord, y = plan.devices[d].coord;
+    if (x.size() != y.size() || a >= x.size()) continue;
+    x[a] = y[a] = 0;
+    if (x == y) out.push_back(e);
+  }
+  if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  return out;
+}
+
+// `name` moved from micro-batch copy `from` to copy `to` ("x#0~1" -> "x#1~1"); other names unchanged.
+std::string inCopy(const std::string& name, const std::string& from, const std::string& to) {
+  if (from.empty() || copyMarker(name) != from) return name;
+  const size_t h = name.rfind(from);
+  return name.substr(0, h) + to + name.substr(h + from.size());
+}
+
+// Op `opId` replaced, on every device of d's line, by `before` + the op with input `slot` reading `input`.
+// In a compact plan an op of a template copy is edited in both template copies (the implied copies are
+// translates of the pair, which must stay translates of each other).
+void insertBefore(Plan& plan, int d, const std::string& opId, const std::vector<NewOp>& before, size_t slot,
+                  const std::string& input) {
+  const std::string marker = copyMarker(opId);
+  std::vector<std::string> copies{marker};
+  if (plan.microbatches && !marker.empty()) {
+    const std::string a = "#" + std::to_string(plan.microbatches->from),
+                      b = "#" + std::to_string(plan.microbatches->from + 1);
+    if (marker == a) copies.push_back(b);
+    if (marker == b) copies.push_back(a);
+  }
+  for (int e : lineOf(plan, d))
+    for (const std::string& to : copies) {
+      Device& dev = plan.devices[e];
+      const std::string id = inCopy(opId, marker, to);
+      if (dev.graph.findOp(id) == kNone) continue;
+      NewOp op = asNewOp(dev, dev.graph.ops[dev.graph.findOp(id)]);
+      op.inputs.at(slot) = inCopy(input, marker, to);
+      std::vector<NewOp> repl;
+      for (NewOp n : before) {
+        n.id = inCopy(n.id, marker, to);
+        for (std::string& v : n.inputs)
+          v = inCopy(v, marker, to);
+        for (std::string& v : n.outputs)
+          v = inCopy(v, marker, to);
+        repl.push_back(std::move(n));
+      }
+      repl.push_back(op);
+      replaceOp(dev, id, repl);
+    }
+}
+
+// Proper divisors >= 2 of n: the sizes a fold or reduction of n could check (1 when there is none).
+std::vector<int64_t> smallerCounts(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t m = 2; m < n; ++m)
+    if (n % m == 0) out.push_back(m);
+  if (out.empty()) out.push_back(1);
+  return out;
+}
+
+bool isScalarFloat(const Value& v) {
+  return v.type.shape.empty() && !isInteger(v.type.dtype) && v.type.dtype != DType::Bool;
+}
+
+// The micro-batch count of a plan: stated (compact) or the copies named on the device.
+int64_t microBatchCount(const Plan& plan, const Device& dev) {
+  if (plan.microbatches) return plan.microbatches->count;
+  int64_t n = 0;
+  for (const Op& op : dev.graph.ops)
+    if (std::string m = copyMarker(op.id); !m.empty()) n = std::max<int64_t>(n, std::stoll(m.substr(1)) + 1);
+  return n;
+}
+
+// The last add of a gradient-accumulation chain on a device: it reads a copy ("g#k") and its (step-wide)
+// result is read by no add that reads another copy.
+bool isChainEnd(const Device& dev, const Op& op) {
+  if (op.kind != "add" || op.outputs.size() != 1 || !copyMarker(valueName(dev, op.outputs[0])).empty())
+    return false;
+  if (std::none_of(op.inputs.begin(), op.inputs.end(),
+                   [&](ValueId v) { return !copyMarker(valueName(dev, v)).empty(); }))
+    return false;
+  for (const Op& other : dev.graph.ops)
+    if (other.kind == "add" && std::count(other.inputs.begin(), other.inputs.end(), op.outputs[0]) &&
+        std::any_of(other.inputs.begin(), other.inputs.end(),
+                    [&](ValueId v) { return !copyMarker(valueName(dev, v)).empty(); }))
+      return false;
+  return true;
+}
+
+// A size-dependent count replaced by its value at a smaller size: a sum over a group of g members made an
+// avg times g' < g (avg made a sum over g'), or a sum over n micro-batch copies scaled by m/n.
+std::optional<std::string> foldCountConstant(Plan& plan, MutationRng& rng) {
+  struct Site {
+    OpSite at;
+    bool collective;
+  };
+  std::vector<Site> sites;
+  for (const OpSite& s : collectiveInstances(plan, [](const Device&, const Op& op) {
+         return (op.kind == "all_reduce" || op.kind == "reduce_scatter") && op.attrs.at("group").size() >= 2 &&
+                (op.attrs.value("reduce", "") == "sum" || op.attrs.value("reduce", "") == "avg");
+       }))
+    sites.push_back({s, true});
+  for (const OpSite& s : allOps(plan, [&](const Device& dev, const Op& op) {
+         return isChainEnd(dev, op) && microBatchCount(plan, dev) >= 2;
+       }))
+    sites.push_back({s, false});
+  if (sites.empty()) return std::nullopt;
+  const Site& s = pickSpread(rng, sites, [&](const Site& a) {
+    return a.collective ? kindAt(plan, a.at) + "." + std::to_string(plan.devices[a.at.device]
+                                                                        .graph.ops[a.at.op]
+                                                                        .attrs.at("group")
+                                                                        .size())
+                        : std::string("accumulation");
+  });
+  const std::string label = where(plan, s.at);
+  if (s.collective) {
+    const Op& first = plan.devices[s.at.device].graph.ops[s.at.op];
+    const int64_t g = static_cast<int64_t>(first.attrs.at("group").size());
+    const int64_t smaller = rng.pick(smallerCounts(g));
+    const bool wasSum = first.attrs.value("reduce", "") == "sum";
+    const double factor = wasSum ? static_cast<double>(smaller) : 1.0 / static_cast<double>(smaller);
+    // Every member, and in a compact plan the same call in every stated replica of a member's line (a
+    // collective within a replica has an instance per replica: the template pair must change together).
+    std::set<std::pair<int, std::string>> calls;
+    for (const OpSite& m : membersOf(plan, instanceOf(first)))
+      for (int e : lineOf(plan, m.device))
+        if (plan.devices[e].graph.findOp(plan.devices[m.device].graph.ops[m.op].id) != kNone)
+          calls.insert({e, plan.devices[m.device].graph.ops[m.op].id});
+    for (const auto& [d, id] : calls) {
+      Device& dev = plan.devices[d];
+      const Op op = dev.graph.ops[dev.graph.findOp(id)];
+      NewOp coll = asNewOp(dev, op);
+      coll.attrs["reduce"] = wasSum ? "avg" : "sum";
+      std::vector<NewOp> repl;
+      for (std::string& out : coll.outputs) {
+        const std::string name = out;
+        out = tagged(name, wasSum ? "avg" : "sum");
+        NewOp sc;
+        sc.id = tagged(name, "count");
+        sc.kind = "scale";
+        sc.inputs = {out};
+        sc.attrs = {{"factor", factor}};
+        sc.outputs = {name};
+        sc.scope = op.scope;
+        sc.origin = op.origin;
+        repl.push_back(sc);
+      }
+      repl.insert(repl.begin(), coll);
+      replaceOp(dev, op.id, repl);
+    }
+    return label + ": reduce " + (wasSum ? "sum over " : "avg over ") + std::to_string(g) + " -> " +
+           (wasSum ? "avg times " : "sum over ") + std::to_string(smaller) + " (the count at a group of " +
+           std::to_string(smaller) + ")";
+  }
+  Device& dev = plan.devices[s.at.device];
+  const Op op = dev.graph.ops[s.at.op];
+  const int64_t n = microBatchCount(plan, dev), m = rng.pick(smallerCounts(n));
+  const std::string out = valueName(dev, op.outputs[0]);
+  for (int e : lineOf(plan, s.at.device)) {
+    Device& d = plan.devices[e];
+    if (d.graph.findOp(op.id) == kNone) continue;
+    NewOp add = asNewOp(d, d.graph.ops[d.graph.findOp(op.id)]);
+    add.outputs = {tagged(out, "sum")};
+    NewOp sc = newOp(op, "count", "scale", {add.outputs[0]},
+                     {{"factor", static_cast<double>(m) / static_cast<double>(n)}});
+    sc.outputs = {out};
+    replaceOp(d, op.id, {add, sc});
+  }
+  return label + ": the sum '" + out + "' over " + std::to_string(n) + " micro-batches scaled by " +
+         std::to_string(m) + "/" + std::to_string(n) + " (the sum over " + std::to_string(m) + " copies)";
+}
+
+// One device input's lineage box pinned to the box another replica or copy loads (the template's when it
+// can): it stops moving with its replica or copy.
+std::optional<std::string> pinLineageBox(Plan& plan, MutationRng& rng) {
+  struct Site {
+    int device;
+    ValueId value;
+  };
+  std::map<std::string, std::set<Box>> boxes;  // tensor -> boxes of device inputs
+  std::vector<Site> sites;
+  for (int d = 0; d < static_cast<int>(plan.devices.size()); ++d)
+    for (ValueId v : plan.devices[d].graph.inputs)
+      if (auto it = plan.devices[d].lineage.find(v); it != plan.devices[d].lineage.end()) {
+        boxes[it->second.tensor].insert(it->second.box);
+        sites.push_back({d, v});
+      }
+  auto sameExtents = [](const Box& a, const Box& b) {
+    if (a.ranges.size() != b.ranges.size()) return false;
+    for (size_t k = 0; k < a.ranges.size(); ++k)
+      if (a.ranges[k].second - a.ranges[k].first != b.ranges[k].second - b.ranges[k].first) return false;
+    return true;
+  };
+  auto others = [&](const Site& s) {
+    const Lineage& l = plan.devices[s.device].lineage.at(s.value);
+    std::vector<Box> out;
+    for (const Box& b : boxes[l.tensor])
+      if (!(b == l.box) && sameExtents(b, l.box)) out.push_back(b);
+    return out;
+  };
+  // A compact plan's template pair defines every implied box by its step: a pinned template (step zero)
+  // tiles nothing, which the format rejects. Only a further stated replica or copy (a deviant) can be pinned.
+  auto isTemplate = [&](const Site& s) {
+    const Device& dev = plan.devices[s.device];
+    if (plan.microbatches) {
+      const std::string m = copyMarker(valueName(dev, s.value));
+      if (m == "#" + std::to_string(plan.microbatches->from) ||
+          m == "#" + std::to_string(plan.microbatches->from + 1))
+        return true;
+    }
+    if (plan.replicas) {
+      const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), plan.replicas->axis);
+      const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
+      if (a < dev.coord.size() && (dev.coord[a] == plan.replicas->from || dev.coord[a] == plan.replicas->to))
+        return true;
+    }
+    return false;
+  };
+  std::erase_if(sites, [&](const Site& s) { return isTemplate(s) || others(s).empty(); });
+  if (sites.empty()) return std::nullopt;
+  const Site& s = pickSpread(rng, sites, [&](const Site& a) {
+    return plan.devices[a.device].lineage.at(a.value).tensor;
+  });
+  const std::vector<Box> to = others(s);
+  Device& dev = plan.devices[s.device];
+  Lineage& lin = dev.lineage.at(s.value);
+  auto boxText = [](const Box& b) {
+    std::string t = "[";
+    for (size_t k = 0; k < b.ranges.size(); ++k)
+      t += (k ? ", " : "") + std::to_string(b.ranges[k].first) + ":" + std::to_string(b.ranges[k].second);
+    return t + "]";
+  };
+  const std::string before = boxText(lin.box);
+  lin.box = rng.coin() ? to.front() : rng.pick(to);  // the smallest offsets: the template's
+  return "rank " + std::to_string(dev.rank) + " input '" + valueName(dev, s.value) + "': lineage " +
+         lin.tensor + " " + before + " pinned to " + boxText(lin.box);
+}
+
+// A scalar divisor (div by a [] count, reciprocal of one): the sites of the count operators.
+struct DivisorSite {
+  OpSite at;
+  size_t slot;
+};
+
+std::vector<DivisorSite> divisorSites(const Plan& plan) {
+  std::vector<DivisorSite> out;
+  for (const OpSite& s : allOps(plan, [](const Device& dev, const Op& op) {
+         return (op.kind == "div" && op.inputs.size() == 2 && isScalarFloat(dev.graph.values[op.inputs[1]])) ||
+                (op.kind == "reciprocal" && isScalarFloat(dev.graph.values[op.inputs[0]]));
+       })) {
+    const Op& op = plan.devices[s.device].graph.ops[s.op];
+    out.push_back({s, op.kind == "div" ? size_t{1} : size_t{0}});
+  }
+  return out;
+}
+
+// A count taken at run time from another tensor: sum(y * 0 + 1) over every axis of a tensor y of the same
+// micro-batch, in place of the right count.
+std::optional<std::string> countOfOtherTensor(Plan& plan, MutationRng& rng) {
+  std::vector<DivisorSite> sites = divisorSites(plan);
+  for (int attempt = 0; attempt < 16 && !sites.empty(); ++attempt) {
+    const DivisorSite& s = pickSpread(rng, sites, [&](const DivisorSite& a) { return kindAt(plan, a.at); });
+    Device& dev = plan.devices[s.at.device];
+    const Op op = dev.graph.ops[s.at.op];
+    const std::string marker = copyMarker(op.id);
+    std::vector<ValueId> candidates;
+    for (ValueId v = 0; v < static_cast<ValueId>(dev.graph.values.size()); ++v) {
+      const Value& val = dev.graph.values[v];
+      if (val.producer >= s.at.op && val.producer != kNone) continue;
+      if (val.type.shape.empty() || numElements(val.type.shape) < 2 || isInteger(val.type.dtype) ||
+          val.type.dtype == DType::Bool || copyMarker(val.name) != marker)
+        continue;
+      candidates.push_back(v);
+    }
+    if (candidates.empty()) continue;
+    const ValueId y = pickSpread(rng, candidates, [&](ValueId v) {
+      return shapeString(dev.graph.values[v].type.shape);
+    });
+    const std::string yName = valueName(dev, y), old = valueName(dev, op.inputs[s.slot]);
+    const Shape yShape = dev.graph.values[y].type.shape;
+    const NewOp zero = newOp(op, "other_zero", "scale", {yName}, {{"factor", 0.0}});
+    const NewOp one = newOp(op, "other_one", "add_scalar", {zero.outputs[0]}, {{"value", 1.0}});
+    const NewOp count = newOp(op, "other_count", "sum", {one.outputs[0]});
+    const std::string label = opLabel(plan, s.at.device, s.at.op);
+    insertBefore(plan, s.at.device, op.id, {zero, one, count}, s.slot, count.outputs[0]);
+    return label + ": count '" + old + "' -> sum(" + yName + " * 0 + 1) = " +
+           std::to_string(numElements(yShape)) + " (" + shapeString(yShape) + ")";
+  }
+  return std::nullopt;
+}
+
+// The largest group of a collective on a device, over at least two ranks: the data-parallel group where there
+// is one (the axis the replica fold shrinks).
+std::vector<int> widestGroup(const Device& dev) {
+  std::vector<int> best;
+  for (const Op& op : dev.graph.ops)
+    if (isCollective(op) && op.attrs.contains("group")) {
+      std::vector<int> g = op.attrs.at("group").get<std::vector<int>>();
+      if (g.size() > best.size() && std::count(g.begin(), g.end(), dev.rank)) best = g;
+    }
+  return best.size() >= 2 ? best : std::vector<int>{};
+}
+
+// The micro-batch copies a device states ("#j" in its op ids), in order.
+std::vector<int> statedCopies(const Device& dev) {
+  std::set<int> js;
+  for (const Op& op : dev.graph.ops)
+    if (std::string m = copyMarker(op.id); !m.empty()) js.insert(std::stoi(m.substr(1)));
+  return {js.begin(), js.end()};
+}
+
+// c = the number of micro-batch copies, counted at run time: a one per copy ("mutant.one#j") summed by an
+// accumulation chain over the copies (the form the micro-batch fold folds), at the start of the program of
+// device d (and of every stated replica of its line). In a compact plan the chain over the stated copies
+// stands for the chain over all of them.
+std::string addCopyCount(Plan& plan, int d) {
+  for (int e : lineOf(plan, d)) {
+    Device& dev = plan.devices[e];
+    const std::vector<int> js = statedCopies(dev);
+    if (js.size() < 2 || dev.graph.findOp("mutant.copy_count") != kNone) continue;
+    std::vector<NewOp> ops;
+    for (int j : js) {
+      NewOp one;
+      one.id = "mutant.one#" + std::to_string(j);
+      one.kind = "constant";
+      one.attrs = {{"shape", Json::array()}, {"value", 1.0}};
+      one.outputs = {one.id};
+      ops.push_back(one);
+    }
+    std::string acc = "mutant.one#" + std::to_string(js[0]);
+    for (size_t k = 1; k < js.size(); ++k) {
+      NewOp add;
+      add.id = k + 1 == js.size() ? "mutant.copy_count" : "mutant.copy_count.acc." + std::to_string(k);
+      add.kind = "add";
+      add.inputs = {acc, "mutant.one#" + std::to_string(js[k])};
+      add.outputs = {add.id};
+      ops.push_back(add);
+      acc = add.id;
+    }
+    ops.push_back(asNewOp(dev, dev.graph.ops.front()));
+    replaceOp(dev, dev.graph.ops.front().id, ops);
+  }
+  return "mutant.copy_count";
+}
+
+// A divisor multiplied by c^2 / m^2, c a count taken at run time: of the members of the device's widest group
+// (an all_reduce sum of ones over it), or of its micro-batch copies (an accumulation of ones over them).
+// Right when the group or the copies are folded to m, wrong at the full count.
+std::optional<std::string> countSquared(Plan& plan, MutationRng& rng) {
+  std::vector<DivisorSite> sites = divisorSites(plan);
+  std::erase_if(sites, [&](const DivisorSite& s) {
+    const Device& dev = plan.devices[s.at.device];
+    return widestGroup(dev).empty() && statedCopies(dev).size() < 2;
+  });
+  if (sites.empty()) return std::nullopt;
+  const DivisorSite s = pickSpread(rng, sites, [&](const DivisorSite& a) { return kindAt(plan, a.at); });
+  const Op op = plan.devices[s.at.device].graph.ops[s.at.op];
+  const std::vector<int> group = widestGroup(plan.devices[s.at.device]);
+  const int64_t copies = microBatchCount(plan, plan.devices[s.at.device]);
+  if (statedCopies(plan.devices[s.at.device]).size() >= 2 && copies >= 2 && (group.empty() || rng.coin())) {
+    const int64_t m = rng.pick(smallerCounts(copies));
+    const std::string label = opLabel(plan, s.at.device, s.at.op);
+    const std::string old = valueName(plan.devices[s.at.device], op.inputs[s.slot]);
+    const std::string c = addCopyCount(plan, s.at.device);
+    const NewOp sq = newOp(op, "count_sq", "mul", {c, c});
+    const NewOp k = newOp(op, "count_sq_over_m2", "scale", {sq.outputs[0]},
+                          {{"factor", 1.0 / static_cast<double>(m * m)}});
+    const NewOp div = newOp(op, "count_sq_divisor", "mul", {old, k.outputs[0]});
+    insertBefore(plan, s.at.device, op.id, {sq, k, div}, s.slot, div.outputs[0]);
+    return label + ": count '" + old + "' -> '" + old + "' * c^2 / " + std::to_string(m * m) +
+           ", c = a run-time count of the " + std::to_string(copies) + " micro-batch copies (right only at " +
+           std::to_string(m) + " copies)";
+  }
+  const int64_t g = static_cast<int64_t>(group.size()), m = rng.pick(smallerCounts(g));
+  const std::string label = opLabel(plan, s.at.device, s.at.op);
+  const std::string old = valueName(plan.devices[s.at.device], op.inputs[s.slot]);
+  const std::string instance = "mutant.member_count/" + Json(group).dump();
+  // The count, at the start of every member's program (one call per member, in the same place).
+  for (int r : group) {
+    const int d = plan.deviceIndex(r);
+    if (d == kNone) continue;  // an implied replica of a compact plan: the translate of a stated one
+    Device& dev = plan.devices[d];
+    if (dev.graph.ops.empty() || dev.graph.findOp("mutant.ones") != kNone) continue;
+    NewOp ones;
+    ones.id = "mutant.ones";
+    ones.kind = "constant";
+    ones.attrs = {{"shape", Json::array()}, {"value", 1.0}};
+    ones.outputs = {"mutant.ones"};
+    NewOp ar;
+    ar.id = "mutant.member_count";
+    ar.kind = "all_reduce";
+    ar.inputs = {"mutant.ones"};
+    ar.attrs = {{"group", group}, {"instance", instance}, {"reduce", "sum"}};
+    ar.outputs = {"mutant.member_count"};
+    replaceOp(dev, dev.graph.ops.front().id, {ones, ar, asNewOp(dev, dev.graph.ops.front())});
+  }
+  const NewOp sq = newOp(op, "count_sq", "mul", {"mutant.member_count", "mutant.member_count"});
+  const NewOp k = newOp(op, "count_sq_over_m2", "scale", {sq.outputs[0]},
+                        {{"factor", 1.0 / static_cast<double>(m * m)}});
+  const NewOp div = newOp(op, "count_sq_divisor", "mul", {old, k.outputs[0]});
+  insertBefore(plan, s.at.device, op.id, {sq, k, div}, s.slot, div.outputs[0]);
+  return label + ": count '" + old + "' -> '" + old + "' * c^2 / " + std::to_string(m * m) +
+         ", c = a run-time count of the group " + Json(group).dump() + " (right only at " +
+         std::to_string(m) + " members)";
+}
+
+// An integer id clamped below the vocabulary on one device (its replicas' line in a compact plan):
+// minimum(ids, start + v/2 - 1) before an embedding, embedding_backward or one_hot of v classes.
+std::optional<std::string> narrowIntId(Plan& plan, MutationRng& rng) {
+  auto sites = allOps(plan, [](const Device& dev, const Op& op) {
+    return (op.kind == "embedding" || op.kind == "embedding_backward" || op.kind == "one_hot") &&
+           !op.inputs.empty() && isInteger(dev.graph.values[op.inputs[0]].type.dtype);
+  });
+  if (sites.empty()) return std::nullopt;
+  const OpSite s = pickSpread(rng, sites, [&](const OpSite& a) { return kindAt(plan, a); });
+  const Device& dev = plan.devices[s.device];
+  const Op op = dev.graph.ops[s.op];
+  int64_t v = 0;
+  if (op.kind == "one_hot") v = op.attrs.value("num_classes", int64_t{0});
+  if (op.kind == "embedding_backward") v = op.attrs.value("num_embeddings", int64_t{0});
+  if (op.kind == "embedding" && op.inputs.size() == 2 && !dev.graph.values[op.inputs[1]].type.shape.empty())
+    v = dev.graph.values[op.inputs[1]].type.shape[0];
+  if (v < 2) return std::nullopt;
+  const int64_t start = op.attrs.value("start", int64_t{0}), top = start + v / 2 - 1;
+  const std::string ids = valueName(dev, op.inputs[0]);
+  const NewOp bound = newOp(op, "id_bound", "constant", {},
+                            {{"shape", Json::array()},
+                             {"value", top},
+                             {"dtype", dtypeName(dev.graph.values[op.inputs[0]].type.dtype)}});
+  const NewOp clamp = newOp(op, "narrow_ids", "minimum", {ids, bound.outputs[0]});
+  const std::string label = opLabel(plan, s.device, s.op);
+  insertBefore(plan, s.device, op.id, {bound, clamp}, 0, clamp.outputs[0]);
+  return label + ": ids '" + ids + "' clamped to <= " + std::to_string(top) + " (" + std::to_string(v / 2) +
+         " of " + std::to_string(v) + " classes)";
+}
+
+// ---- compact plans: one edit of the template, every stated replica ------------------------------------
+
+bool sameProgram(const Device& a, const Device& b) {
+  if (a.graph.ops.size() != b.graph.ops.size() || a.graph.outputs != b.graph.outputs ||
+      a.graph.inputs != b.graph.inputs)
+    return false;
+  for (size_t o = 0; o < a.graph.ops.size(); ++o) {
+    const Op &x = a.graph.ops[o], &y = b.graph.ops[o];
+    if (x.id != y.id || x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs != y.attrs)
+      return false;
+  }
+  return true;
+}
+
+// Replica `sOld`'s program after the edit that made `dOld` into `dNew` (two replicas of one line): dNew's
+// program with s's own rank, coordinate, per-replica attributes (those where d and s differ: in-replica
+// group members, peers, instances) where the edit left d's unchanged, and s's lineage by value name.
+Device retarget(const Device& dOld, const Device& dNew, const Device& sOld) {
+  Device out = dNew;
+  out.rank = sOld.rank;
+  out.coord = sOld.coord;
+  for (Op& op : out.graph.ops) {
+    const OpId io = dOld.graph.findOp(op.id), is = sOld.graph.findOp(op.id);
+    if (io == kNone || is == kNone) continue;
+    const Json &od = dOld.graph.ops[io].attrs, &os = sOld.graph.ops[is].attrs;
+    for (const auto& [k, v] : os.items())
+      if (od.value(k, Json()) != v && op.attrs.value(k, Json()) == od.value(k, Json())) op.attrs[k] = v;
+  }
+  out.lineage.clear();
+  for (const auto& [v, lin] : dNew.lineage) {
+    const std::string& name = dNew.graph.values[v].name;
+    const ValueId sv = sOld.graph.findValue(name);
+    if (sv == kNone) {
+      out.lineage[v] = lin;  // a value the edit made (none has a lineage of its own today)
+    } else if (auto it = sOld.lineage.find(sv); it != sOld.lineage.end()) {
+      out.lineage[v] = it->second;
+    }
+  }
+  return out;
+}
+
+// In a compact plan, an edit of one stated replica's program is made on every stated replica of its line:
+// the template pair stays a pair of translates, so the edit reaches every implied replica. Lineage edits are
+// not copied (a lineage that stops advancing is what shift-lineage and pin-lineage-box test).
+bool alignStatedReplicas(const Plan& before, Plan& after) {
+  if (!after.replicas || before.devices.size() != after.devices.size()) return false;
+  bool aligned = false;
+  std::set<int> done;
+  for (int d = 0; d < static_cast<int>(after.devices.size()); ++d) {
+    if (done.count(d)) continue;
+    const std::vector<int> line = lineOf(after, d);
+    done.insert(line.begin(), line.end());
+    std::vector<int> changed, same;
+    for (int e : line)
+      (sameProgram(before.devices[e], after.devices[e]) ? same : changed).push_back(e);
+    if (changed.empty() || same.empty()) continue;
+    for (int e : same)
+      after.devices[e] = retarget(before.devices[changed.front()], after.devices[changed.front()],
+                                  before.devices[e]);
+    aligned = true;
+  }
+  return aligned;
+}
+
 }  // namespace
 
 const std::vector<MutationOperator>& mutationOperators() {
@@ -622,6 +1186,17 @@ const std::vector<MutationOperator>& mutationOperators() {
       {"drop-op", "an op removed (output := an input of the same type), optimizer updates included", dropOp},
       {"keep-old-state", "a device output replaced by a graph input of the same type (old state kept)",
        keepOldState},
+      {"fold-count-constant",
+       "a size-dependent count (a group's sum or avg, a sum over the micro-batches) at a smaller size",
+       foldCountConstant},
+      {"pin-lineage-box", "a device input's lineage box pinned to another replica's or copy's",
+       pinLineageBox},
+      {"count-of-other-tensor", "a divisor count replaced by sum(y*0+1) over another tensor",
+       countOfOtherTensor},
+      {"count-squared", "a divisor times c^2/m^2, c a run-time count of a group (right at m members)",
+       countSquared},
+      {"narrow-int-id", "integer ids clamped to half the vocabulary before an embedding or one_hot",
+       narrowIntId},
   };
   return ops;
 }
@@ -637,8 +1212,15 @@ Mutant makeMutant(const Plan& correct, uint64_t seed, int index, const std::vect
     std::swap(order[i - 1], order[rng.below(i)]);
   for (const MutationOperator* op : order) {
     Mutant m{index, op->name, "", correct};
-    if (auto what = op->apply(m.plan, rng)) {
+    std::optional<std::string> what;
+    try {
+      what = op->apply(m.plan, rng);
+    } catch (const std::exception&) {  // an inserted op whose shapes do not infer: no site after all
+      what.reset();
+    }
+    if (what) {
       m.description = *what;
+      if (alignStatedReplicas(correct, m.plan)) m.description += " (on every stated replica of its line)";
       return m;
     }
   }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "core/solver/engine.h"
+#include "core/stage/fold.h"
+#include "core/stage/microbatch_fold.h"
 #include "core/stage/lower.h"
 #include "core/stage/stage.h"
 
@@ -124,13 +126,33 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+bool isCompact(const Plan& plan) {
+  return plan.replicas.has_value() || plan.microbatches.has_value();
+}
+
 }  // namespace
 
-EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
+Plan explicitPlan(const Plan& plan) {
+  if (!isCompact(plan)) return plan;
+  return stage::expandMicroBatches(stage::expandReplicas(plan));
+}
+
+EndToEndResult checkEndToEnd(const Plan& given, const EndToEndOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   EndToEndResult r;
+  Plan expanded, expandedRef;
+  try {
+    if (isCompact(given)) expanded = explicitPlan(given);
+    if (opt.reference && isCompact(*opt.reference)) expandedRef = explicitPlan(*opt.reference);
+  } catch (const std::exception& e) {
+    r.reason = std::string("cannot write the compact plan out: ") + e.what();
+    r.seconds = since(start);
+    return r;
+  }
+  const Plan& plan = isCompact(given) ? expanded : given;
+  const Plan* reference = opt.reference && isCompact(*opt.reference) ? &expandedRef : opt.reference;
   Plan checked;
-  const bool withRef = opt.reference && withReferenceOutputs(plan, *opt.reference, checked);
+  const bool withRef = reference && withReferenceOutputs(plan, *reference, checked);
   const Plan& target = withRef ? checked : plan;
   solver::Problem pb;
   try {
@@ -146,9 +168,16 @@ EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& opt) {
   return r;
 }
 
-EndToEndOracle::EndToEndOracle(const Plan& correct, const EndToEndOptions& options)
-    : correct_(correct), options_(options) {
+EndToEndOracle::EndToEndOracle(const Plan& given, const EndToEndOptions& options) : options_(options) {
   const auto start = std::chrono::steady_clock::now();
+  try {
+    correct_ = explicitPlan(given);
+  } catch (const std::exception& e) {
+    base_.reason = std::string("cannot write the compact plan out: ") + e.what();
+    base_.seconds = since(start);
+    return;
+  }
+  const Plan& correct = correct_;
   const stage::Stage whole = wholePlan(correct);
   base_.elements = stage::stageElements(correct, whole);
   solver::Problem pb;
@@ -169,13 +198,22 @@ EndToEndOracle::EndToEndOracle(const Plan& correct, const EndToEndOptions& optio
   std::sort(passed_.begin(), passed_.end());
 }
 
-EndToEndResult EndToEndOracle::check(const Plan& variant) const {
+EndToEndResult EndToEndOracle::check(const Plan& given) const {
   const auto start = std::chrono::steady_clock::now();
   EndToEndResult r;
   if (base_.effect != Effect::Unchanged) {
     r.reason = "the oracle does not accept the correct plan: " + base_.reason;
     return r;
   }
+  Plan expanded;
+  try {
+    if (isCompact(given)) expanded = explicitPlan(given);
+  } catch (const std::exception& e) {
+    r.reason = std::string("cannot write the compact plan out: ") + e.what();
+    r.seconds = since(start);
+    return r;
+  }
+  const Plan& variant = isCompact(given) ? expanded : given;
   Plan checked;
   const bool withRef = withReferenceOutputs(variant, correct_, checked);
   const Plan& target = withRef ? checked : variant;

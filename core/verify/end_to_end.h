@@ -49,8 +49,15 @@ struct EndToEndOptions {
   stage::LoweringLimits limits = {};
 };
 
-// The plan must have passed validatePlan (the oracle relies on matched communication and well-formed
-// lineage). Never throws for a plan it cannot encode: that is Undecided with the reason.
+// The explicit plan a compact one stands for: every implied replica (stage::expandReplicas), then every
+// implied micro-batch copy (stage::expandMicroBatches) written out; the plan itself when it is explicit.
+// The oracle judges this plan: a compact plan is the full plan it stands for, never its stated part.
+// Throws std::invalid_argument when the stated replicas or copies do not define their translates.
+Plan explicitPlan(const Plan& plan);
+
+// The plan (explicit, or compact: judged as explicitPlan(plan)) must have passed validatePlan (the oracle
+// relies on matched communication and well-formed lineage). Never throws for a plan it cannot encode: that
+// is Undecided with the reason.
 EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& options = {});
 
 // The same oracle for many variants of one correct plan (mutation testing). The constructor lowers and
@@ -58,8 +65,10 @@ EndToEndResult checkEndToEnd(const Plan& plan, const EndToEndOptions& options = 
 // attributes and inputs did not change and the logical model's values (stage::LoweringMemo), and evaluates
 // only the obligations whose two terms are not a pair the correct plan already passed (the same terms in the
 // same pool: the same identity). So a mutant costs what lies downstream of its change, on every device its
-// data reaches. It answers what checkEndToEnd(variant, {reference = correct}) answers; the correct plan must
-// outlive the oracle. check() is safe to call from several threads.
+// data reaches. It answers what checkEndToEnd(variant, {reference = correct}) answers. A compact correct
+// plan or variant is judged as the explicit plan it stands for (explicitPlan; the oracle keeps its own copy
+// of the correct one), so a variant of a compact plan whose mutated template changes every implied replica
+// or copy is compared with the full correct plan. check() is safe to call from several threads.
 class EndToEndOracle {
  public:
   explicit EndToEndOracle(const Plan& correct, const EndToEndOptions& options = {});
@@ -67,7 +76,7 @@ class EndToEndOracle {
   EndToEndResult check(const Plan& variant) const;
 
  private:
-  const Plan& correct_;
+  Plan correct_;  // explicit
   EndToEndOptions options_;
   EndToEndResult base_;
   stage::LoweringMemo memo_;
