@@ -9,7 +9,7 @@ scripts/build.sh
 export QT_QPA_PLATFORM=offscreen
 # Qt Test stops a test function after 300 s by default; a catalog row of test_microbatch_fold on a ZeRO x
 # expert plan is checked at every size point, folded, unfolded and compact, and takes longer on 2 cores.
-QTEST_FUNCTION_TIMEOUT=900000 ctest --test-dir build --output-on-failure --timeout 1200
+QTEST_FUNCTION_TIMEOUT=900000 ctest --test-dir build --output-on-failure --timeout 1800 --parallel "$(nproc)"
 
 echo "test: sanitizer build (build-asan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARAPROOF_WITH_UI=OFF \
