@@ -299,7 +299,7 @@ class Reducer {
         for (size_t a = 0; a < n; ++a)
           if (ag_.find(a) == a && limit[a] > 1) factor_[a] = largestDivisorAtMost(cls[a].gcd, limit[a]);
         if (!balanceProducts()) return false;
-      } while (separateCounts(limit) || keepRunBoundaries(limit));
+      } while (separateCounts(limit));
       return true;
     };
     if (!settle()) return false;
@@ -310,49 +310,6 @@ class Reducer {
     for (size_t a = 0; a < n; ++a)
       if (ag_.find(a) == a) limit[a] = first[a] > 1 ? first[a] / smallestPrimeFactor(first[a]) : 1;
     return settle();
-  }
-
-  // A reshape run maps a flat class onto a sequence of axes row-major. A boundary of the flat class (a
-  // lineage block, a slice) must land at the same multi-index at reduced size: each digit of its mixed-radix
-  // form divisible by its axis's factor, and the reduced flat boundary the reduced digits' flat index (a
-  // boundary inside a row rules out a factor on the rows). Otherwise the run keeps its inner axes at full
-  // size. Returns whether it lowered a limit.
-  bool keepRunBoundaries(std::vector<int64_t>& limit) {
-    if (boundariesByClass_.empty())
-      for (const auto& [a, value] : ag_.boundaries())
-        boundariesByClass_[ag_.find(a)].push_back(value);
-    bool changed = false;
-    for (const AxisGraph::Product& p : ag_.products())
-      for (const auto& [flat, split] : {std::pair{&p.from, &p.to}, std::pair{&p.to, &p.from}}) {
-        if (flat->size() != 1 || split->size() < 2) continue;
-        auto it = boundariesByClass_.find(ag_.find(flat->front()));
-        const int64_t extent = ag_.extent(flat->front());
-        if (it == boundariesByClass_.end() || extent <= 0) continue;
-        int64_t fFlat = 1;
-        for (size_t x : *split)
-          fFlat *= factor_[ag_.find(x)];
-        bool ok = true;
-        for (int64_t b : it->second) {
-          const int64_t at = ((b % extent) + extent) % extent;
-          int64_t rest = at, stride = extent, reduced = 0;
-          for (size_t x : *split) {
-            const int64_t e = ag_.extent(x), f = factor_[ag_.find(x)];
-            stride /= e;
-            const int64_t digit = rest / stride;
-            rest %= stride;
-            ok = ok && digit % f == 0;
-            reduced = reduced * (e / f) + digit / f;
-          }
-          ok = ok && at % fFlat == 0 && reduced == at / fFlat;
-        }
-        if (ok) continue;
-        for (size_t i = 1; i < split->size(); ++i)
-          if (int64_t& l = limit[ag_.find((*split)[i])]; l > 1) {
-            l = 1;
-            changed = true;
-          }
-      }
-    return changed;
   }
 
   static int64_t smallestPrimeFactor(int64_t f) {
@@ -615,7 +572,6 @@ class Reducer {
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::set<size_t> kept_;        // classes a fold scaled: kept as they are
-  std::map<size_t, std::vector<int64_t>> boundariesByClass_;
   std::vector<int64_t> factor_;
   std::map<std::pair<int64_t, int64_t>, int64_t> divisorMemo_;
 };
