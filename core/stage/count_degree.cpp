@@ -155,7 +155,8 @@ class Degree {
     return input(t_.varying.count({d, v}) > 0);
   }
 
-  // The ports of a logical op's axis rule that lie on a scaled axis, split by role.
+  // The logical ops in graph order: a reduction over a scaled axis sums over the members, a count on an
+  // input axis divides by their number, one on an output axis makes the value the same along it.
   void logical() {
     for (OpId o : stage_.logicalOps) {
       const Op& op = plan_.logical.ops[static_cast<size_t>(o)];

@@ -574,9 +574,8 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       const auto worst = std::max_element(need.begin(), need.end());
       if (worst == need.end() || *worst <= stage::kFoldPoints) continue;
       const size_t i = static_cast<size_t>(worst - need.begin());
-      const std::string scope = describe(work, stages[i]).scopes.empty()
-                                    ? ""
-                                    : " (" + describe(work, stages[i]).scopes.front() + ")";
+      const std::vector<std::string> scopes = describe(work, stages[i]).scopes;
+      const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
       outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
                            " count through " + std::to_string(*worst) + " powers of it, more than the " +
                            std::to_string(stage::kFoldPoints) +
