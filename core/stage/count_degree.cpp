@@ -120,6 +120,15 @@ class Degree {
   Degree(const Plan& plan, const Stage& s, const FoldParameter& t) : plan_(plan), stage_(s), t_(t) {}
 
   int run() {
+    // A logical stage input that devices hold as their members' own pieces (partial sums over the members)
+    // is the sum of those pieces: shared batch data, not plain.
+    for (const DeviceOp& dop : stage_.deviceOps) {
+      const size_t d = static_cast<size_t>(dop.device);
+      const Device& dev = plan_.devices[d];
+      for (ValueId v : dev.graph.ops[static_cast<size_t>(dop.op)].inputs)
+        if (t_.varying.count({d, v}))
+          if (auto lin = dev.lineage.find(v); lin != dev.lineage.end()) summedOwn_.insert(lin->second.tensor);
+    }
     logical();
     devices();
     int need = 1;
@@ -146,7 +155,9 @@ class Degree {
   Tracks logicalValue(ValueId v) {
     auto it = logical_.find(v);
     if (it != logical_.end()) return it->second;
-    return logical_[v] = input(scaledValue(v));  // a stage input: fresh variables
+    if (scaledValue(v)) return logical_[v] = input(true);  // a stage input: fresh variables
+    if (summedOwn_.count(plan_.logical.values[v].name)) return logical_[v] = Tracks{{}, Range::at(0), {}};
+    return logical_[v] = input(false);
   }
 
   Tracks deviceValue(size_t d, ValueId v) {
@@ -249,6 +260,7 @@ class Degree {
   const Plan& plan_;
   const Stage& stage_;
   const FoldParameter& t_;
+  std::set<std::string> summedOwn_;
   std::map<ValueId, Tracks> logical_;
   std::map<std::pair<size_t, ValueId>, Tracks> device_;
 };

@@ -62,15 +62,14 @@ class Folder {
         for (const auto& [k, d] : l.byCoord)
           kept.insert(k);
     }
-    // Candidate counts: the divisors m < n that hold the kept replicas. The plan is checked at two of them
-    // (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
+    // Candidate counts: the divisors m < n that hold the kept replicas. The plan is checked at one or two
+    // of them (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
     std::vector<int64_t> counts;
     for (int64_t m = 2; m < n_; ++m)
       if (n_ % m == 0 && m >= static_cast<int64_t>(kept.size())) counts.push_back(m);
-    if (counts.size() < static_cast<size_t>(kFoldPoints))
-      return skipped(out, "fewer than " + std::to_string(kFoldPoints) + " replica counts below " +
-                              std::to_string(n_) + " hold the " + std::to_string(kept.size()) +
-                              " kept replicas");
+    if (counts.empty())
+      return skipped(out, "no replica count below " + std::to_string(n_) + " holds the " +
+                              std::to_string(kept.size()) + " kept replicas");
     int usable = 0;
     for (int64_t m : counts) {
       std::optional<Graph> logical = scaleLogicalAxes(plan_, seeds(), n_ / m, why);
@@ -544,7 +543,8 @@ class Folder {
     }
     // The folded plan is a plan in its own right; a fold that breaks it is not applied. With compact
     // micro-batches still to be folded it is not whole yet: the verifier validates it after that fold.
-    std::vector<Diagnostic> errs = p.microbatches ? std::vector<Diagnostic>{} : validatePlan(p);
+    out.validated = !p.microbatches;
+    std::vector<Diagnostic> errs = out.validated ? validatePlan(p) : std::vector<Diagnostic>{};
     if (!errs.empty()) {
       why = "the folded plan is invalid: " + errs.front().where + ": " + errs.front().message;
       return false;

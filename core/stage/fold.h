@@ -18,6 +18,7 @@ namespace paraproof::stage {
 
 struct FoldedPlan {
   bool folded = false;
+  bool validated = false;          // `plan` passed validatePlan in the fold (it was whole)
   Plan plan;                       // the folded plan (empty when not folded: check the input as it is)
   std::vector<int> originalRank;   // by device index of `plan`: the rank it stands for in the input
   std::vector<std::string> notes;  // what was folded, or why not
@@ -34,9 +35,9 @@ struct FoldedPlan {
   FoldParameter carried;    // the micro-batch fold: the replica fold's parameter, moved to this plan
 };
 
-// A fold is checked at two size points (docs/soundness.md, "Size points"): point 0 folds to the smallest
-// count m1 that folds, point 1 to the next count m2 > m1 that folds (not folded when there is none: the
-// full count is then the second point). A fold with fewer than two candidate counts is not applied.
+// A fold is checked at up to two size points (docs/soundness.md, "Size points"): point 0 folds to the
+// smallest count m1 that folds, point 1 to the next count m2 > m1 that folds (not folded when there is none:
+// the full count is then the second point). The second point is checked only where condition D needs it.
 inline constexpr int kFoldPoints = 2;
 
 // `axis`: the mesh axis to fold (the generator's data-parallel axis is "dp"). A compact plan (Plan::replicas)

@@ -76,14 +76,14 @@ class MicroBatchFolder {
       why = "a stated micro-batch copy differs from the template in its values or lineage";
       tryFold = false;
     }
-    // Candidate counts: the divisors m < n that hold the kept copies. The plan is checked at two of them
-    // (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
+    // Candidate counts: the divisors m < n that hold the kept copies. The plan is checked at one or two of
+    // them (docs/soundness.md, "Size points"), so no count has to dodge the plan's constants.
     std::vector<int64_t> counts;
     for (int64_t m = 2; m < n_ && tryFold; ++m)
       if (n_ % m == 0 && m >= static_cast<int64_t>(kept.size())) counts.push_back(m);
-    if (tryFold && counts.size() < static_cast<size_t>(kFoldPoints)) {
-      why = "fewer than " + std::to_string(kFoldPoints) + " micro-batch counts below " + std::to_string(n_) +
-            " hold the " + std::to_string(kept.size()) + " kept copies";
+    if (tryFold && counts.empty()) {
+      why = "no micro-batch count below " + std::to_string(n_) + " holds the " + std::to_string(kept.size()) +
+            " kept copies";
       tryFold = false;
     }
     const std::vector<std::pair<ValueId, int>> seeds(seeds_.begin(), seeds_.end());
@@ -770,7 +770,8 @@ class MicroBatchFolder {
     t.logicalAxes.insert(out.scaled.begin(), out.scaled.end());
     out.parameter = std::move(t);
     // With compact replicas still to be folded the plan is not whole yet (the verifier folds those first).
-    std::vector<Diagnostic> errs = p.replicas ? std::vector<Diagnostic>{} : validatePlan(p);
+    out.validated = !p.replicas;
+    std::vector<Diagnostic> errs = out.validated ? validatePlan(p) : std::vector<Diagnostic>{};
     if (!errs.empty()) {
       why = "the folded plan is invalid: " + errs.front().where + ": " + errs.front().message;
       return false;

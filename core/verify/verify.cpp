@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/plan/state_contract.h"
@@ -446,6 +447,8 @@ struct PointOutcome {
   bool replicasFolded = false, copiesFolded = false, reduced = false;
   std::optional<std::string> unfoldWhy;  // a failure that may be a correct hard-coded full count
   std::optional<std::string> tooCoarse;  // condition D fails: two fold counts do not prove every count
+  // Condition D: the counts of each fold the plan's stages need (1: one count proves every count).
+  int replicaCounts = 1, copyCounts = 1;
 };
 
 // Verified stages by signature, across the size points of one verification: a stage whose problem does not
@@ -501,8 +504,11 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     if (rep.errors.empty()) checked = mbFolded.folded ? &mbFolded.plan : &expandedCopies;
   }
   const Plan& plan = *checked;
+  // A fold validates the plan it builds when that plan is whole: not twice.
+  const bool validated =
+      (checked == &folded.plan && folded.validated) || (checked == &mbFolded.plan && mbFolded.validated);
   try {
-    if (rep.errors.empty()) rep.errors = validatePlan(plan);
+    if (rep.errors.empty() && !validated) rep.errors = validatePlan(plan);
   } catch (const std::exception& e) {
     rep.errors.push_back({"", std::string("validation failed: ") + e.what()});
   }
@@ -572,7 +578,9 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       parallelFor(stages.size(), opt.jobs,
                   [&](size_t i) { need[i] = stage::countsNeeded(work, stages[i], *t); });
       const auto worst = std::max_element(need.begin(), need.end());
-      if (worst == need.end() || *worst <= stage::kFoldPoints) continue;
+      if (worst == need.end()) continue;
+      (t == &mbFolded.parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
+      if (*worst <= stage::kFoldPoints) continue;
       const size_t i = static_cast<size_t>(worst - need.begin());
       const std::vector<std::string> scopes = describe(work, stages[i]).scopes;
       const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
@@ -1011,11 +1019,14 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
   StageCache cache;
   PointOutcome base;
   Report rep = verifyOnce(given, opt, observer, cancel, {}, &base, &cache);
+  // A fold whose stages all need one count (condition D, width 0: every obligation is t^a times a constant,
+  // zero at one count exactly when at every count) is proved at its first point.
+  const bool replicas = base.replicasFolded && base.replicaCounts > 1;
+  const bool copies = base.copiesFolded && base.copyCounts > 1;
   std::vector<std::pair<SizePoint, std::string>> more;
-  if (base.replicasFolded) more.push_back({{1, 0, 0}, "the second replica count"});
-  if (base.copiesFolded) more.push_back({{0, 1, 0}, "the second micro-batch count"});
-  if (base.replicasFolded && base.copiesFolded)
-    more.push_back({{1, 1, 0}, "the second replica and micro-batch counts"});
+  if (replicas) more.push_back({{1, 0, 0}, "the second replica count"});
+  if (copies) more.push_back({{0, 1, 0}, "the second micro-batch count"});
+  if (replicas && copies) more.push_back({{1, 1, 0}, "the second replica and micro-batch counts"});
   if (base.reduced) more.push_back({{0, 0, 1}, "the second reduction"});
   std::optional<std::string> unfoldWhy = base.unfoldWhy;
   std::optional<std::string> tooCoarse = base.tooCoarse;
@@ -1046,6 +1057,12 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
     rep.notes.push_back("equivalent at every size point (" + points +
                         "): a size-dependent coincidence would have to hold at each (docs/soundness.md, "
                         "\"Size points\")");
+  for (const auto& [folded, counts, what] : {std::tuple{base.replicasFolded, base.replicaCounts, "replica"},
+                                             std::tuple{base.copiesFolded, base.copyCounts, "micro-batch"}})
+    if (folded && counts == 1 && rep.verdict == Verdict::Equivalent)
+      rep.notes.push_back(std::string("one ") + what +
+                          " count proves every count: no stage's obligations depend on it beyond a common "
+                          "power (condition D, width 0; docs/soundness.md, \"Size points\")");
   if (tooCoarse && !stopped())
     unfoldWhy = *tooCoarse;
   else if (!unfoldWhy || stopped() || rep.verdict != Verdict::NotEquivalent || !opt.fold)
