@@ -109,6 +109,7 @@ Tracks combine(const std::string& op, const std::vector<Tracks>& in) {
   if (op == "reciprocal" && in.size() == 1) return quotient({{}, {}, Range::at(0)}, in[0]);
   if (op == "div" && in.size() == 2) return quotient(in[0], in[1]);
   Tracks acc = in[0];
+  if (op == "add_scalar") acc = acc | Tracks{{}, {}, Range::at(0)};  // x + c: c is a plain monomial
   const Kind k = kindOf(op);
   for (size_t i = 1; i < in.size(); ++i)
     acc = k == Kind::Linear ? acc | in[i] : acc | in[i] | product(acc, in[i]);
@@ -118,6 +119,8 @@ Tracks combine(const std::string& op, const std::vector<Tracks>& in) {
 class Degree {
  public:
   Degree(const Plan& plan, const Stage& s, const FoldParameter& t) : plan_(plan), stage_(s), t_(t) {}
+  Degree(const Plan& plan, const Stage& s, const AxisPredicate& inClass)
+      : plan_(plan), stage_(s), t_(none_), inClass_(&inClass) {}
 
   int run() {
     // A logical stage input that devices hold as their members' own pieces (partial sums over the members)
@@ -146,16 +149,23 @@ class Degree {
  private:
   Tracks input(bool own) const { return own ? Tracks{Range::at(0), {}, {}} : Tracks{{}, {}, Range::at(0)}; }
 
-  bool scaledValue(ValueId v) const {
-    for (size_t a = 0; a < plan_.logical.values[v].type.shape.size(); ++a)
-      if (t_.logicalAxes.count({v, static_cast<int>(a)})) return true;
+  // Whether axis `a` of value `v` of graph `g` (0: logical, d + 1: device d) scales with the parameter.
+  bool scaledAxis(size_t g, ValueId v, int a) const {
+    if (inClass_) return (*inClass_)(g, v, a);
+    return g == 0 && t_.logicalAxes.count({v, a}) > 0;
+  }
+
+  bool scaledValue(size_t g, ValueId v) const {
+    const Graph& graph = g == 0 ? plan_.logical : plan_.devices[g - 1].graph;
+    for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a)
+      if (scaledAxis(g, v, static_cast<int>(a))) return true;
     return false;
   }
 
   Tracks logicalValue(ValueId v) {
     auto it = logical_.find(v);
     if (it != logical_.end()) return it->second;
-    if (scaledValue(v)) return logical_[v] = input(true);  // a stage input: fresh variables
+    if (scaledValue(0, v)) return logical_[v] = input(true);  // a stage input: fresh variables
     if (summedOwn_.count(plan_.logical.values[v].name)) return logical_[v] = Tracks{{}, Range::at(0), {}};
     return logical_[v] = input(false);
   }
@@ -163,49 +173,57 @@ class Degree {
   Tracks deviceValue(size_t d, ValueId v) {
     auto it = device_.find({d, v});
     if (it != device_.end()) return it->second;
-    return input(t_.varying.count({d, v}) > 0);
+    return input(inClass_ ? scaledValue(d + 1, v) : t_.varying.count({d, v}) > 0);
   }
 
-  // The logical ops in graph order: a reduction over a scaled axis sums over the members, a count on an
-  // input axis divides by their number, one on an output axis makes the value the same along it.
+  // An op's reductions and counts over scaled axes (graph g: 0 logical, d + 1 device d): a reduction over a
+  // scaled axis sums over the members, a count on an input axis divides by their number, one on an output
+  // axis makes the value the same along it.
+  Tracks withAxes(size_t g, const Graph& graph, const Op& op, Tracks out) const {
+    const ops::OpDef* def = ops::findOp(op.kind);
+    ops::AxisInfo info;
+    if (def && def->axes) {
+      std::vector<TensorType> ti, to;
+      for (ValueId v : op.inputs)
+        ti.push_back(graph.values[v].type);
+      for (ValueId v : op.outputs)
+        to.push_back(graph.values[v].type);
+      try {
+        info = def->axes(ti, to, op.attrs);
+      } catch (const std::exception&) {
+        return widened(summed(out));  // no rule: it may sum over anything
+      }
+    }
+    auto scaled = [&](ops::AxisRef r) {
+      const int nIn = static_cast<int>(op.inputs.size());
+      if (r.axis < 0 || r.port < 0) return false;
+      const ValueId v = r.port < nIn ? op.inputs.at(static_cast<size_t>(r.port))
+                                     : op.outputs.at(static_cast<size_t>(r.port - nIn));
+      return scaledAxis(g, v, r.axis);
+    };
+    if (std::any_of(info.reduced.begin(), info.reduced.end(), scaled)) out = summed(out);
+    for (const auto& group : info.counts)
+      for (const ops::AxisRef& r : group)
+        if (scaled(r)) {
+          const bool ofInput = r.port < static_cast<int>(op.inputs.size());
+          if (ofInput)
+            out = divided(out);  // a mean's divisor
+          else
+            out = Tracks{{}, out.own | out.shared, out.plain};  // constant along the axis: shared
+        }
+    // Positions along a scaled axis are numbers up to its extent: anything may follow from them.
+    if (std::any_of(info.positions.begin(), info.positions.end(), scaled)) out = widened(summed(out));
+    return out;
+  }
+
+  // The logical ops in graph order.
   void logical() {
     for (OpId o : stage_.logicalOps) {
       const Op& op = plan_.logical.ops[static_cast<size_t>(o)];
       std::vector<Tracks> in;
       for (ValueId v : op.inputs)
         in.push_back(logicalValue(v));
-      Tracks out = combine(op.kind, in);
-      const ops::OpDef* def = ops::findOp(op.kind);
-      ops::AxisInfo info;
-      if (def && def->axes) {
-        std::vector<TensorType> ti, to;
-        for (ValueId v : op.inputs)
-          ti.push_back(plan_.logical.values[v].type);
-        for (ValueId v : op.outputs)
-          to.push_back(plan_.logical.values[v].type);
-        try {
-          info = def->axes(ti, to, op.attrs);
-        } catch (const std::exception&) {
-          out = widened(summed(out));  // no rule: it may sum over anything
-        }
-      }
-      auto scaled = [&](ops::AxisRef r) {
-        const int nIn = static_cast<int>(op.inputs.size());
-        if (r.axis < 0 || r.port < 0) return false;
-        const ValueId v = r.port < nIn ? op.inputs.at(static_cast<size_t>(r.port))
-                                       : op.outputs.at(static_cast<size_t>(r.port - nIn));
-        return t_.logicalAxes.count({v, r.axis}) > 0;
-      };
-      if (std::any_of(info.reduced.begin(), info.reduced.end(), scaled)) out = summed(out);
-      for (const auto& group : info.counts)
-        for (const ops::AxisRef& r : group)
-          if (scaled(r)) {
-            const bool ofInput = r.port < static_cast<int>(op.inputs.size());
-            if (ofInput)
-              out = divided(out);  // a mean's divisor
-            else
-              out = Tracks{{}, out.own | out.shared, out.plain};  // constant along the axis: shared
-          }
+      const Tracks out = withAxes(0, plan_.logical, op, combine(op.kind, in));
       for (ValueId v : op.outputs)
         logical_[v] = out;
     }
@@ -225,6 +243,7 @@ class Degree {
         for (ValueId v : op.inputs)
           in.push_back(deviceValue(d, v));
         Tracks out = combine(op.kind, in);
+        if (inClass_) out = withAxes(d + 1, dev.graph, op, out);
         const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
         if (op.kind == "send" || op.kind == "recv") {
           const int peer = op.attrs.value("peer", -1);
@@ -257,9 +276,11 @@ class Degree {
     return !(into == before);
   }
 
+  static inline const FoldParameter none_{};
   const Plan& plan_;
   const Stage& stage_;
   const FoldParameter& t_;
+  const AxisPredicate* inClass_ = nullptr;
   std::set<std::string> summedOwn_;
   std::map<ValueId, Tracks> logical_;
   std::map<std::pair<size_t, ValueId>, Tracks> device_;
@@ -270,6 +291,36 @@ class Degree {
 int countsNeeded(const Plan& plan, const Stage& stage, const FoldParameter& t) {
   if (t.empty()) return 1;
   return Degree(plan, stage, t).run();
+}
+
+int classCountsNeeded(const Plan& plan, const Stage& stage, const AxisPredicate& inClass) {
+  return Degree(plan, stage, inClass).run();
+}
+
+ClassNeeds reducedClassNeeds(const Plan& reduced, const Stage& stage, const ReductionClasses& classes) {
+  std::set<size_t> touched;
+  auto touch = [&](size_t g, const Graph& graph, const Op& op) {
+    for (const auto* values : {&op.inputs, &op.outputs})
+      for (ValueId v : *values)
+        for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a) {
+          const size_t c = classes.classOf(g, v, static_cast<int>(a));
+          if (classes.factor[c] > 1) touched.insert(c);
+        }
+  };
+  for (OpId o : stage.logicalOps)
+    touch(0, reduced.logical, reduced.logical.ops[static_cast<size_t>(o)]);
+  for (const DeviceOp& d : stage.deviceOps) {
+    const Graph& g = reduced.devices[static_cast<size_t>(d.device)].graph;
+    touch(static_cast<size_t>(d.device) + 1, g, g.ops[static_cast<size_t>(d.op)]);
+  }
+  ClassNeeds needs;
+  for (size_t c : touched) {
+    const AxisPredicate inClass = [&](size_t g, ValueId v, int a) { return classes.classOf(g, v, a) == c; };
+    const int n = classCountsNeeded(reduced, stage, inClass);
+    if (n == 2) needs.twoCounts.push_back(c);
+    if (n > 2) needs.more.push_back(c);
+  }
+  return needs;
 }
 
 }  // namespace paraproof::stage

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <set>
 #include <utility>
 
 #include "core/plan/plan.h"
+#include "core/stage/reduce.h"
 #include "core/stage/stage.h"
 
 namespace paraproof::stage {
@@ -27,5 +29,23 @@ struct FoldParameter {
 // largest width, over its obligations, of the exponents of t that one monomial of the stage's inputs can
 // carry on either side (an over-approximation from the ops).
 int countsNeeded(const Plan& plan, const Stage& stage, const FoldParameter& t);
+
+// Condition D for shape reduction, per axis class (docs/soundness.md, "Size points"): the parameter is the
+// extent t of one class; `inClass(graph, value, dim)` says which axes it holds (graph 0 is the logical graph,
+// d + 1 device d). A value with an axis in the class is a member's own data (it differs along the class); a
+// reduction over such an axis sums over the members, a declared count divides by t (logical and device ops
+// alike).
+using AxisPredicate = std::function<bool(size_t graph, ValueId v, int dim)>;
+int classCountsNeeded(const Plan& plan, const Stage& stage, const AxisPredicate& inClass);
+
+// The reduced classes a stage touches, by the counts of each its obligations need (classCountsNeeded):
+// `twoCounts` need two (width 1), `more` need more than two. The two size points of shape reduction move
+// every reduced class together, so they prove a stage with at most one class in `twoCounts` and none in
+// `more` (docs/soundness.md, "Size points", condition D for reduction).
+struct ClassNeeds {
+  std::vector<size_t> twoCounts, more;
+  bool provedByTwoPoints() const { return twoCounts.size() <= 1 && more.empty(); }
+};
+ClassNeeds reducedClassNeeds(const Plan& reduced, const Stage& stage, const ReductionClasses& classes);
 
 }  // namespace paraproof::stage

@@ -183,6 +183,23 @@ class Reducer {
     return std::move(out.logical);
   }
 
+  // The classes and their factors, for condition D per class (reduce.h).
+  std::shared_ptr<const ReductionClasses> classes() {
+    auto c = std::make_shared<ReductionClasses>();
+    const std::vector<const Graph*>& graphs = ag_.graphs();
+    c->axisBase.resize(graphs.size());
+    for (size_t g = 0; g < graphs.size(); ++g) {
+      c->axisBase[g].resize(graphs[g]->values.size());
+      for (size_t v = 0; v < graphs[g]->values.size(); ++v)
+        c->axisBase[g][v] = ag_.axis(g, static_cast<ValueId>(v), 0);
+    }
+    c->root.resize(ag_.size());
+    for (size_t n = 0; n < ag_.size(); ++n)
+      c->root[n] = ag_.find(n);
+    c->factor = factor_;
+    return c;
+  }
+
   ReducedPlan run(int point) {
     ReducedPlan out;
     collectConstants();
@@ -208,6 +225,7 @@ class Reducer {
       for (const Value& v : d.graph.values)
         out.elementsAfter += numElements(v.type.shape);
     out.reduced = out.elementsAfter < out.elementsBefore;
+    if (out.reduced) out.classes = classes();
     std::ostringstream os;
     os << "shapes reduced: " << out.elementsBefore << " -> " << out.elementsAfter << " tensor elements";
     out.notes.push_back(os.str());

@@ -3,6 +3,7 @@
 // across reshapes). The argument for why this preserves the verdict is in docs/soundness.md.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,11 +13,23 @@
 
 namespace paraproof::stage {
 
+// The axis classes of a reduction (axis_graph.h), for condition D per class (count_degree.h): the class of
+// every axis of every value, and the factor each class took. Graph 0 is the logical graph, d + 1 device d.
+struct ReductionClasses {
+  std::vector<std::vector<size_t>> axisBase;  // [graph][value] -> the node of its axis 0
+  std::vector<size_t> root;                   // node -> its class
+  std::vector<int64_t> factor;                // class -> its factor (1: kept at full size)
+  size_t classOf(size_t graph, ValueId v, int dim) const {
+    return root[axisBase[graph][v] + static_cast<size_t>(dim)];
+  }
+};
+
 struct ReducedPlan {
   Plan plan;  // the plan at reduced shapes (or the original when not applicable)
   bool reduced = false;
-  int64_t elementsBefore = 0, elementsAfter = 0;  // summed over all values of all graphs
-  std::vector<std::string> notes;                 // what was done, or why it was not
+  std::shared_ptr<const ReductionClasses> classes;  // set when reduced
+  int64_t elementsBefore = 0, elementsAfter = 0;    // summed over all values of all graphs
+  std::vector<std::string> notes;                   // what was done, or why it was not
 };
 
 // `point` 0 reduces every class as far as its conditions allow; point 1 (the second size point,

@@ -17,6 +17,7 @@
 #include "core/solver/normalize.h"
 #include "core/solver/z3_engine.h"
 #include "core/stage/canonical.h"
+#include "core/stage/count_degree.h"
 #include "core/stage/fold.h"
 #include "core/stage/lower.h"
 #include "core/stage/microbatch_fold.h"
@@ -436,6 +437,11 @@ void unfoldFullIndex(CounterexampleReport& c, const Plan& folded, const std::vec
   }
 }
 
+// Condition D for reduction: a stage the two reductions do not prove is checked at full size up to this
+// many elements (a fixture, a red-team recipe, a small model); larger ones keep their reduced proof, said in
+// a note (docs/soundness.md, "Size points").
+constexpr int64_t kSeveralClassesElements = int64_t{1} << 16;
+
 // Where a run checks the plan (docs/soundness.md, "Size points"): the fold counts and the reduction, each at
 // its first (0) or second (1) point.
 struct SizePoint {
@@ -632,6 +638,24 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       toCheck.push_back(static_cast<int>(i));
   }
   rep.distinctStages = toCheck.size();
+  // Condition D for reduction (docs/soundness.md, "Size points"): the two reductions move every class
+  // together, so a stage whose obligations depend on two reduced classes, or on one through more than two
+  // powers, is also checked at full size where it is small enough.
+  std::vector<std::string> severalClasses(stages.size());
+  if (reduced.classes) {
+    parallelFor(toCheck.size(), opt.jobs, [&](size_t k) {
+      const size_t i = static_cast<size_t>(toCheck[k]);
+      const stage::ClassNeeds n = stage::reducedClassNeeds(work, stages[i], *reduced.classes);
+      if (n.provedByTwoPoints()) return;
+      severalClasses[i] = n.more.empty() ? "its obligations depend on " + std::to_string(n.twoCounts.size()) +
+                                               " reduced axis classes, which the two reductions move together"
+                                         : "its obligations depend on a reduced axis class through more than "
+                                           "two powers of its extent";
+    });
+    for (const auto& [o, same] : sameSigners)
+      for (int m : same)
+        severalClasses[static_cast<size_t>(m)] = severalClasses[static_cast<size_t>(o)];
+  }
   if (opt.share) {  // dealt round-robin in stage order: every process computes the same deal
     std::vector<int> mine;
     for (size_t k = 0; k < toCheck.size(); ++k)
@@ -858,11 +882,18 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   std::map<StageOps, int> fullByOps;
   std::optional<stage::IntDomains> fullDomains;
   std::map<std::string, StageResult> fullByHash;  // identical full-size stages are checked once
+  size_t severalChecked = 0, severalKept = 0;     // condition D for reduction: at full size, or not
   Engines fullEngines;
   for (size_t i = 0; i < stages.size() && shapesReduced; ++i) {
     StageResult& res = rep.results[i];
-    if (!done[i] || res.status != solver::Status::Failed) continue;
+    const bool passed = res.status == solver::Status::Verified;  // re-checked for condition D
+    if (!done[i] || !(res.status == solver::Status::Failed || (passed && !severalClasses[i].empty())))
+      continue;
     auto keepReduced = [&](const std::string& check, const std::string& why) {
+      if (passed) {
+        ++severalKept;
+        return;
+      }
       res.fullSizeCheck = check;
       res.reason += "; failed at reduced shape only (full-size re-check " + why + ")";
       if (res.counterexample) markReduced(*res.counterexample, input, work);
@@ -887,7 +918,8 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
       continue;
     }
-    const int64_t limit = std::min(opt.fullSizeRecheckElements, opt.maxStageElements);
+    const int64_t limit = std::min({opt.fullSizeRecheckElements, opt.maxStageElements,
+                                    passed ? kSeveralClassesElements : opt.maxStageElements});
     if (elements > limit) {
       keepReduced("skipped: too large", "skipped: " + std::to_string(elements) +
                                             " elements at full size, over " + std::to_string(limit));
@@ -920,7 +952,16 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       fullRes.reason = e.what();
     }
     const double secs = since(t0);
-    if (fullRes.status == solver::Status::Failed) {
+    if (passed && fullRes.status != solver::Status::Inconclusive) {
+      ++severalChecked;
+      fullRes.stage = res.stage;
+      fullRes.seconds = res.seconds + secs;
+      fullRes.reason = std::string(fullRes.status == solver::Status::Failed ? "failed" : "verified") +
+                       " at full size (checked there: " + severalClasses[i] + "): " + fullRes.reason;
+      fullRes.fullSizeCheck = fullRes.status == solver::Status::Failed ? "failed" : "passed";
+      fullRes.reusedFrom = kNone;
+      res = std::move(fullRes);
+    } else if (fullRes.status == solver::Status::Failed) {
       fullRes.stage = res.stage;
       fullRes.seconds = res.seconds + secs;
       fullRes.reason = "failed at full size (re-checked: it failed at reduced shape): " + fullRes.reason;
@@ -943,6 +984,17 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       keepReduced("inconclusive", "inconclusive: " + fullRes.reason);
     }
   }
+  if (severalChecked + severalKept > 0)
+    rep.notes.push_back(
+        "condition D for reduction: " + std::to_string(severalChecked + severalKept) +
+        " stages depend on several reduced axis classes (or on one through more than two powers), which the "
+        "two reductions do not separate; " +
+        std::to_string(severalChecked) + " checked at full size" +
+        (severalKept ? ", " + std::to_string(severalKept) + " too large for that (over " +
+                           std::to_string(kSeveralClassesElements) +
+                           " elements): their proof rests on the two reductions (docs/soundness.md, \"Size "
+                           "points\"; --no-reduce checks them at full size)"
+                     : std::string()));
   phase("full-size");
   {
     std::lock_guard lock(watchMu);
