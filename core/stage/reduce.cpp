@@ -118,8 +118,9 @@ struct ClassInfo {
 // Graph 0 is the logical graph, graph d+1 is device d.
 class Reducer {
  public:
-  explicit Reducer(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep = {})
-      : plan_(plan), ag_(plan) {
+  explicit Reducer(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep = {},
+                   const std::set<size_t>* move = nullptr)
+      : plan_(plan), ag_(plan), move_(move) {
     for (auto [v, a] : keep)
       if (static_cast<size_t>(v) < plan.logical.values.size() &&
           a < static_cast<int>(plan.logical.values[v].type.shape.size()))
@@ -322,11 +323,13 @@ class Reducer {
     };
     if (!settle()) return false;
     if (point == 0) return true;
-    // The second size point: every class reduced at point 0 takes a strictly smaller factor (limits only
-    // ever go down), so its extents differ from point 0's; the others stay at full size.
+    // The second size point: every class reduced at point 0 that moves takes a strictly smaller factor
+    // (limits only ever go down), so its extents differ from point 0's; the others keep point 0's factor.
     const std::vector<int64_t> first = factor_;
     for (size_t a = 0; a < n; ++a)
-      if (ag_.find(a) == a) limit[a] = first[a] > 1 ? first[a] / smallestPrimeFactor(first[a]) : 1;
+      if (ag_.find(a) == a)
+        limit[a] =
+            first[a] > 1 && (!move_ || move_->count(a)) ? first[a] / smallestPrimeFactor(first[a]) : first[a];
     return settle();
   }
 
@@ -587,6 +590,7 @@ class Reducer {
 
   const Plan& plan_;
   AxisGraph ag_;
+  const std::set<size_t>* move_;  // point 1: the classes that move (null: all)
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::set<size_t> kept_;        // classes a fold scaled: kept as they are
@@ -596,8 +600,9 @@ class Reducer {
 
 }  // namespace
 
-ReducedPlan reducePlan(const Plan& plan, int point, const std::vector<std::pair<ValueId, int>>& keep) {
-  return Reducer(plan, keep).run(point);
+ReducedPlan reducePlan(const Plan& plan, int point, const std::vector<std::pair<ValueId, int>>& keep,
+                       const std::set<size_t>* move) {
+  return Reducer(plan, keep, move).run(point);
 }
 
 std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,

@@ -36,8 +36,10 @@ struct ReducedPlan {
 // docs/soundness.md "Size points") gives every class reduced at point 0 a strictly smaller factor, so its
 // extents differ from point 0's on every reduced class. `keep`: logical axes (value, dim) whose classes keep
 // their extents (the axes a fold scaled: the fold's own size points must stay apart).
-ReducedPlan reducePlan(const Plan& plan, int point = 0,
-                       const std::vector<std::pair<ValueId, int>>& keep = {});
+// `move` (point 1 only): the classes (ReductionClasses roots of the same plan) that take the smaller
+// factor; the others keep point 0's. Null: every reduced class moves.
+ReducedPlan reducePlan(const Plan& plan, int point = 0, const std::vector<std::pair<ValueId, int>>& keep = {},
+                       const std::set<size_t>* move = nullptr);
 
 // The logical axes (value, dim) whose extent differs between two versions of one graph.
 std::vector<std::pair<ValueId, int>> scaledAxes(const Graph& before, const Graph& after);

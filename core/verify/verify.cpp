@@ -455,6 +455,10 @@ struct PointOutcome {
   std::optional<std::string> tooCoarse;  // condition D fails: two fold counts do not prove every count
   // Condition D: the counts of each fold the plan's stages need (1: one count proves every count).
   int replicaCounts = 1, copyCounts = 1;
+  // Condition D for reduction: by stage, whether a reduced class of it needs a second extent, and those
+  // classes: the second reduction moves only them and checks only those stages.
+  std::vector<bool> secondReduction;
+  std::set<size_t> moveClasses;
 };
 
 // Verified stages by signature, across the size points of one verification: a stage whose problem does not
@@ -465,7 +469,8 @@ struct StageCache {
 
 // One verification at one size point.
 Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
-                  const SizePoint& at, PointOutcome* outcome, StageCache* cache) {
+                  const SizePoint& at, PointOutcome* outcome, StageCache* cache,
+                  const PointOutcome* first = nullptr) {
   const auto start = Clock::now();
   Report rep;
   rep.plan = given.name;
@@ -559,7 +564,8 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     if (f->folded) foldScaled.insert(foldScaled.end(), f->scaled.begin(), f->scaled.end());
   stage::ReducedPlan reduced;
   if (opt.reduceShapes) {
-    reduced = stage::reducePlan(input, at.shapes, foldScaled);
+    reduced = stage::reducePlan(input, at.shapes, foldScaled,
+                                at.shapes == 1 && first ? &first->moveClasses : nullptr);
   } else {
     reduced.plan = input;
     reduced.notes.push_back("shape reduction disabled: checking at full size");
@@ -619,7 +625,17 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     parallelFor(stages.size(), opt.jobs,
                 [&](size_t i) { sigs[i] = stage::stageSignature(work, stages[i], domains); });
     std::unordered_map<std::string, int> firstWith;
+    // The second reduction checks the stages that need it; the others were proved at the first point.
+    const bool onlyNeeded = first && at.shapes == 1 && first->secondReduction.size() == stages.size();
     for (size_t i = 0; i < stages.size(); ++i) {
+      if (onlyNeeded && !first->secondReduction[i] && static_cast<int>(i) != opt.holdStage) {
+        StageResult r;
+        r.status = solver::Status::Verified;
+        r.engine = "none";
+        r.reason = "no reduced class of it needs a second extent (condition D)";
+        fromCache.push_back({static_cast<int>(i), std::move(r)});
+        continue;
+      }
       // The held stage (a testing gate) is always checked itself.
       auto [it, fresh] = static_cast<int>(i) == opt.holdStage
                              ? std::make_pair(firstWith.end(), true)
@@ -643,9 +659,11 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   // powers, is also checked at full size where it is small enough.
   std::vector<std::string> severalClasses(stages.size());
   if (reduced.classes) {
+    std::vector<stage::ClassNeeds> needs(stages.size());
     parallelFor(toCheck.size(), opt.jobs, [&](size_t k) {
       const size_t i = static_cast<size_t>(toCheck[k]);
       const stage::ClassNeeds n = stage::reducedClassNeeds(work, stages[i], *reduced.classes);
+      needs[i] = n;
       if (n.provedByTwoPoints()) return;
       severalClasses[i] = n.more.empty() ? "its obligations depend on " + std::to_string(n.twoCounts.size()) +
                                                " reduced axis classes, which the two reductions move together"
@@ -655,6 +673,24 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     for (const auto& [o, same] : sameSigners)
       for (int m : same)
         severalClasses[static_cast<size_t>(m)] = severalClasses[static_cast<size_t>(o)];
+    // The stages a second extent serves and the classes it must move: those of every stage whose signature
+    // owner depends on a class (its copies may hold other classes of the same shape).
+    auto depends = [&](size_t i) { return !needs[i].twoCounts.empty() || !needs[i].more.empty(); };
+    std::vector<size_t> copies;
+    for (const auto& [o, same] : sameSigners)
+      if (depends(static_cast<size_t>(o)))
+        for (int m : same)
+          copies.push_back(static_cast<size_t>(m));
+    parallelFor(copies.size(), opt.jobs, [&](size_t k) {
+      needs[copies[k]] = stage::reducedClassNeeds(work, stages[copies[k]], *reduced.classes);
+    });
+    outcome->secondReduction.assign(stages.size(), false);
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (depends(i)) {
+        outcome->secondReduction[i] = true;
+        outcome->moveClasses.insert(needs[i].twoCounts.begin(), needs[i].twoCounts.end());
+        outcome->moveClasses.insert(needs[i].more.begin(), needs[i].more.end());
+      }
   }
   if (opt.share) {  // dealt round-robin in stage order: every process computes the same deal
     std::vector<int> mine;
@@ -1079,14 +1115,16 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
   if (replicas) more.push_back({{1, 0, 0}, "the second replica count"});
   if (copies) more.push_back({{0, 1, 0}, "the second micro-batch count"});
   if (replicas && copies) more.push_back({{1, 1, 0}, "the second replica and micro-batch counts"});
-  if (base.reduced) more.push_back({{0, 0, 1}, "the second reduction"});
+  // Likewise a reduction no stage depends on beyond a common power of its extents.
+  if (base.reduced && !base.moveClasses.empty()) more.push_back({{0, 0, 1}, "the second reduction"});
   std::optional<std::string> unfoldWhy = base.unfoldWhy;
   std::optional<std::string> tooCoarse = base.tooCoarse;
   std::string points = "the first size point";
   for (const auto& [at, what] : more) {
     if (rep.verdict != Verdict::Equivalent || tooCoarse || stopped()) break;
     PointOutcome o;
-    Report again = verifyOnce(given, remaining(opt), observer, cancel, at, &o, &cache);
+    Report again =
+        verifyOnce(given, remaining(opt), observer, cancel, at, &o, &cache, at.shapes == 1 ? &base : nullptr);
     if (o.tooCoarse) {
       tooCoarse = o.tooCoarse;
       break;
@@ -1111,10 +1149,20 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
                         "\"Size points\")");
   for (const auto& [folded, counts, what] : {std::tuple{base.replicasFolded, base.replicaCounts, "replica"},
                                              std::tuple{base.copiesFolded, base.copyCounts, "micro-batch"}})
-    if (folded && counts == 1 && rep.verdict == Verdict::Equivalent)
+    if (folded && counts == 1 && rep.verdict == Verdict::Equivalent && !stopped())
       rep.notes.push_back(std::string("one ") + what +
                           " count proves every count: no stage's obligations depend on it beyond a common "
                           "power (condition D, width 0; docs/soundness.md, \"Size points\")");
+  if (base.reduced && rep.verdict == Verdict::Equivalent && !stopped()) {
+    const auto n = std::count(base.secondReduction.begin(), base.secondReduction.end(), true);
+    rep.notes.push_back(
+        n == 0 ? std::string("one reduction proves every stage: no stage depends on the extent of a reduced "
+                             "class beyond a common power (condition D for reduction; docs/soundness.md)")
+               : "the second reduction moved the " + std::to_string(base.moveClasses.size()) +
+                     " axis classes and checked the " + std::to_string(n) +
+                     " stages that depend on their extents (condition D for reduction); the others are "
+                     "proved by the first (docs/soundness.md, \"Size points\")");
+  }
   if (tooCoarse && !stopped())
     unfoldWhy = *tooCoarse;
   else if (!unfoldWhy || stopped() || rep.verdict != Verdict::NotEquivalent || !opt.fold)
