@@ -201,7 +201,9 @@ class Degree {
                                      : op.outputs.at(static_cast<size_t>(r.port - nIn));
       return scaledAxis(g, v, r.axis);
     };
-    if (std::any_of(info.reduced.begin(), info.reduced.end(), scaled)) out = summed(out);
+    // Each scaled axis reduced over multiplies what is the same along it by t (a sum over [t, t] is t^2).
+    for (const ops::AxisRef& r : info.reduced)
+      if (scaled(r)) out = summed(out);
     for (const auto& group : info.counts)
       for (const ops::AxisRef& r : group)
         if (scaled(r)) {
