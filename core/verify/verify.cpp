@@ -658,8 +658,8 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   // together, so a stage whose obligations depend on two reduced classes, or on one through more than two
   // powers, is also checked at full size where it is small enough.
   std::vector<std::string> severalClasses(stages.size());
+  std::vector<stage::ClassNeeds> needs(reduced.classes ? stages.size() : 0);
   if (reduced.classes) {
-    std::vector<stage::ClassNeeds> needs(stages.size());
     parallelFor(toCheck.size(), opt.jobs, [&](size_t k) {
       const size_t i = static_cast<size_t>(toCheck[k]);
       const stage::ClassNeeds n = stage::reducedClassNeeds(work, stages[i], *reduced.classes);
@@ -673,8 +673,10 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     for (const auto& [o, same] : sameSigners)
       for (int m : same)
         severalClasses[static_cast<size_t>(m)] = severalClasses[static_cast<size_t>(o)];
-    // The stages a second extent serves and the classes it must move: those of every stage whose signature
-    // owner depends on a class (its copies may hold other classes of the same shape).
+  }
+  // At the first size point: the stages a second extent serves and the classes it must move, those of every
+  // stage whose signature owner depends on a class (its copies may hold other classes of the same shape).
+  if (reduced.classes && !at.replicas && !at.copies && !at.shapes) {
     auto depends = [&](size_t i) { return !needs[i].twoCounts.empty() || !needs[i].more.empty(); };
     std::vector<size_t> copies;
     for (const auto& [o, same] : sameSigners)
@@ -954,8 +956,8 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
       res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
       continue;
     }
-    const int64_t limit = std::min({opt.fullSizeRecheckElements, opt.maxStageElements,
-                                    passed ? kSeveralClassesElements : opt.maxStageElements});
+    int64_t limit = std::min(opt.fullSizeRecheckElements, opt.maxStageElements);
+    if (passed) limit = std::min(limit, kSeveralClassesElements);
     if (elements > limit) {
       keepReduced("skipped: too large", "skipped: " + std::to_string(elements) +
                                             " elements at full size, over " + std::to_string(limit));
