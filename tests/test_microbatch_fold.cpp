@@ -264,9 +264,9 @@ class TestMicroBatchFold : public QObject {
     QVERIFY(!checkedUnfolded(r));
   }
 
-  // The fold is checked at two counts (docs/soundness.md, "Size points"): 2 and 4 of 8 here, whatever
-  // constants the plan holds (eps 1/4 could stand for 2 or 4 copies times a group of 1 or 2); a hard-coded
-  // count right at one of them is wrong at the other.
+  // The fold's two counts are 2 and 4 of 8 here, whatever constants the plan holds (eps 1/4 could stand for
+  // 2 or 4 copies times a group of 1 or 2); a correct plan is width 0 in the count (condition D, docs/
+  // soundness.md "Size points"), so its first count proves every count and says so.
   void foldIsCheckedAtTwoCounts() {
     const Plan plan = withEps(generated("llama-micro", "pp=2,mb=8"), 1.0 / 4);
     const stage::FoldedPlan first = stage::foldMicroBatches(plan, 0);
@@ -278,7 +278,7 @@ class TestMicroBatchFold : public QObject {
     const verify::Report r = run(plan, true);
     QCOMPARE(verify::verdictName(r.verdict), "equivalent");
     QVERIFY(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
-      return n.find("equivalent at every size point") != std::string::npos;
+      return n.find("one micro-batch count proves every count") != std::string::npos;
     }));
   }
   void failureAtTheFirstOfTwoCountsStands() {

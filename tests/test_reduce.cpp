@@ -5,6 +5,7 @@
 
 #include "core/plan/json_io.h"
 #include "core/plan/validate.h"
+#include "core/stage/count_degree.h"
 #include "core/stage/lower.h"
 #include "core/stage/reduce.h"
 #include "core/stage/stage.h"
@@ -35,6 +36,21 @@ class TestReduce : public QObject {
   Q_OBJECT
 
  private slots:
+  void rootArgumentsOverTwoPowersNeedFullSize() {
+    // rmsnorm(x[16]) against the device's rsqrt(sum(x^2) / sum(ones[8]) + eps): in the norm's class the
+    // logical root's argument carries 1/t, the device's none (ones is another class), while both sides are
+    // otherwise t^0. Two applications of one uninterpreted function may be one term at one extent and two
+    // at another, which no number of points rules out (condition D): the stage needs full size.
+    const Plan p = fixture("kind6-count-of-other-class-inside-root");
+    const std::vector<stage::Stage> stages = stage::cutStages(p);
+    QCOMPARE(stages.size(), size_t{1});
+    const stage::AxisPredicate inClass = [&](size_t g, ValueId v, int) {
+      const std::string& n = (g == 0 ? p.logical : p.devices[g - 1].graph).values[v].name;
+      return n == "x" || n == "w" || n == "y" || n == "sq" || n == "xr";
+    };
+    QCOMPARE(stage::classCountsNeeded(p, stages[0], inClass), 3);
+  }
+
   void sendAndRecvScaleTogether() {
     // The split at 6 keeps the received axis at a factor of 2; the sent axis must follow it.
     stage::ReducedPlan r = stage::reducePlan(fixture("p2p-recv-split-uneven"));

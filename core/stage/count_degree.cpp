@@ -1,14 +1,7 @@
-// The dependence of a stage's obligations on a fold count t, bounded from the ops (docs/soundness.md,
-// "Size points", condition D). Each value carries, for three kinds of monomials of the stage's inputs, the
-// range of exponents of t their coefficients can have:
-//   own    - monomials holding the member's own data (a row of the batch, a replica's or a copy's input):
-//            they differ from member to member, so a sum over the t members adds no factor t;
-//   shared - monomials holding batch data but the same on every member (a sum already taken, broadcast
-//            back): a sum over the members multiplies them by t;
-//   plain  - monomials with no batch data (weights, constants): likewise multiplied by t.
-// "Shared" and "plain" monomials are distinct, as are "own"/"shared" ones and "plain" ones, so an obligation
-// needs the width of one kind at a time. Every op that is not a polynomial map may turn batch data into a
-// plain monomial (y / y = 1) or invert a count, so its result is widened to both signs and every kind.
+// The dependence of a stage's obligations on a fold count or a reduced class's extent t, bounded from the
+// ops (docs/soundness.md, "Size points", condition D): a dataflow of counts::Tracks (count_tracks.h) over the
+// stage's logical and device ops. Polynomial ops combine the tracks as sums and products do; the fused ops
+// follow their count models (count_models.h); any other op is widened to both signs and every kind.
 #include "core/stage/count_degree.h"
 
 #include <algorithm>
@@ -18,59 +11,14 @@
 #include <string>
 
 #include "core/ops/registry.h"
+#include "core/stage/count_models.h"
+#include "core/stage/count_tracks.h"
 
 namespace paraproof::stage {
 
 namespace {
 
-struct Range {
-  int lo = INT_MAX, hi = INT_MIN;
-  bool empty() const { return lo > hi; }
-  static Range at(int e) { return {e, e}; }
-  Range operator|(const Range& o) const {
-    if (empty()) return o;
-    if (o.empty()) return *this;
-    return {std::min(lo, o.lo), std::max(hi, o.hi)};
-  }
-  Range operator+(const Range& o) const {  // the exponents of a product
-    if (empty() || o.empty()) return {};
-    return {lo + o.lo, hi + o.hi};
-  }
-  Range shift(int k) const { return empty() ? Range{} : Range{lo + k, hi + k}; }
-  Range mirrored() const { return empty() ? Range{} : *this | Range{-hi, -lo}; }
-  int width() const { return empty() ? 0 : hi - lo; }
-  bool operator==(const Range&) const = default;
-};
-
-struct Tracks {
-  Range own, shared, plain;
-  Range any() const { return own | shared | plain; }
-  Tracks operator|(const Tracks& o) const { return {own | o.own, shared | o.shared, plain | o.plain}; }
-  bool operator==(const Tracks&) const = default;
-};
-
-Tracks product(const Tracks& a, const Tracks& b) {
-  Tracks r;
-  r.own = (a.own + b.any()) | (a.any() + b.own);
-  r.shared = (a.shared + b.shared) | (a.shared + b.plain) | (a.plain + b.shared);
-  r.plain = a.plain + b.plain;
-  return r;
-}
-
-// A sum over the t members: own monomials become shared ones (a sum already taken), the others gain t.
-Tracks summed(const Tracks& a) {
-  return {{}, a.own | a.shared | a.shared.shift(1), a.plain.shift(1)};
-}
-
-Tracks divided(const Tracks& a) {  // by t
-  return {a.own.shift(-1), a.shared.shift(-1), a.plain.shift(-1)};
-}
-
-// Any map that is not a polynomial in its inputs (a quotient, a root, an exponential, a comparison).
-Tracks widened(const Tracks& a) {
-  const Range all = a.any().mirrored();
-  return {a.own.empty() ? Range{} : all, a.own.empty() && a.shared.empty() ? Range{} : all, all};
-}
+using namespace counts;
 
 enum class Kind { Linear, Product, Other };
 
@@ -87,25 +35,10 @@ Kind kindOf(const std::string& op) {
   return Kind::Other;
 }
 
-// 1 / y for a y whose coefficients are one power of t (a count, a count times data): the same monomials
-// inverted, t to the opposite power. Otherwise not a Laurent polynomial: nullopt.
-std::optional<Tracks> inverse(const Tracks& y) {
-  const Range all = y.any();
-  if (all.empty() || all.lo != all.hi) return std::nullopt;
-  auto neg = [](const Range& r) { return r.empty() ? Range{} : Range::at(-r.lo); };
-  return Tracks{neg(y.own), neg(y.shared), neg(y.plain)};
-}
-
-Tracks quotient(const Tracks& x, const Tracks& y) {
-  std::optional<Tracks> inv = inverse(y);
-  if (!inv) return widened(x | y | product(x, y));
-  Tracks q = product(x, *inv);
-  q.plain = q.plain | q.own | q.shared;  // y / y = 1: batch data may cancel
-  return q;
-}
-
-Tracks combine(const std::string& op, const std::vector<Tracks>& in) {
-  if (in.empty()) return {{}, {}, Range::at(0)};
+// A polynomial op's output, or an op without a count model widened (its inputs recorded as arguments of
+// any uninterpreted function it may apply).
+Tracks combine(const std::string& op, const std::vector<Tracks>& in, Atoms& atoms) {
+  if (in.empty()) return constant();
   if (op == "reciprocal" && in.size() == 1) return quotient({{}, {}, Range::at(0)}, in[0]);
   if (op == "div" && in.size() == 2) return quotient(in[0], in[1]);
   Tracks acc = in[0];
@@ -113,7 +46,9 @@ Tracks combine(const std::string& op, const std::vector<Tracks>& in) {
   const Kind k = kindOf(op);
   for (size_t i = 1; i < in.size(); ++i)
     acc = k == Kind::Linear ? acc | in[i] : acc | in[i] | product(acc, in[i]);
-  return k == Kind::Other ? widened(acc) : acc;
+  if (k != Kind::Other) return acc;
+  atoms.apply("*", acc);
+  return widened(acc);
 }
 
 class Degree {
@@ -140,10 +75,11 @@ class Degree {
       const ValueId lv = plan_.logical.findValue(lin.tensor);
       const Tracks l = lv == kNone ? Tracks{} : logicalValue(lv);
       const Tracks d = deviceValue(static_cast<size_t>(c.device), c.value);
-      need = std::max(
-          {need, 1 + (l.own | l.shared | d.own | d.shared).width(), 1 + (l.plain | d.plain).width()});
+      need = std::max(need, 1 + (l | d).width());
     }
-    return need;
+    // An uninterpreted function's arguments over several powers of t: two applications may be one term at
+    // one size and two at another, which no number of points rules out (docs/soundness.md): full size.
+    return atoms_.width() > 0 ? std::max(need, 3) : need;
   }
 
  private:
@@ -218,6 +154,23 @@ class Degree {
     return out;
   }
 
+  // Each output's tracks (graph g: 0 logical, d + 1 device d); `axes`: whether the op's axes may scale.
+  std::vector<Tracks> outputs(size_t g, const Graph& graph, const Op& op, std::vector<Tracks> in, bool axes) {
+    OpUse use{op, {}, std::move(in), [&](int port, int axis) {
+                const int nIn = static_cast<int>(op.inputs.size());
+                if (!axes || port < 0 || axis < 0) return false;
+                const ValueId v = port < nIn ? op.inputs.at(static_cast<size_t>(port))
+                                             : op.outputs.at(static_cast<size_t>(port - nIn));
+                return scaledAxis(g, v, axis);
+              }};
+    for (ValueId v : op.inputs)
+      use.types.push_back(graph.values[v].type);
+    if (std::optional<std::vector<Tracks>> fused = fusedOutputs(use, atoms_)) return *fused;
+    Tracks out = combine(op.kind, use.in, atoms_);
+    if (axes) out = withAxes(g, graph, op, out);
+    return std::vector<Tracks>(op.outputs.size(), out);
+  }
+
   // The logical ops in graph order.
   void logical() {
     for (OpId o : stage_.logicalOps) {
@@ -225,9 +178,9 @@ class Degree {
       std::vector<Tracks> in;
       for (ValueId v : op.inputs)
         in.push_back(logicalValue(v));
-      const Tracks out = withAxes(0, plan_.logical, op, combine(op.kind, in));
-      for (ValueId v : op.outputs)
-        logical_[v] = out;
+      const std::vector<Tracks> out = outputs(0, plan_.logical, op, std::move(in), true);
+      for (size_t k = 0; k < op.outputs.size(); ++k)
+        logical_[op.outputs[k]] = out[k];
     }
   }
 
@@ -244,8 +197,8 @@ class Degree {
         std::vector<Tracks> in;
         for (ValueId v : op.inputs)
           in.push_back(deviceValue(d, v));
-        Tracks out = combine(op.kind, in);
-        if (inClass_) out = withAxes(d + 1, dev.graph, op, out);
+        std::vector<Tracks> outs = outputs(d + 1, dev.graph, op, std::move(in), inClass_ != nullptr);
+        Tracks out = outs.empty() ? Tracks{} : outs[0];
         const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
         if (op.kind == "send" || op.kind == "recv") {
           const int peer = op.attrs.value("peer", -1);
@@ -264,9 +217,11 @@ class Degree {
           if (t_.sums.count({d, dop.op}) || t_.averages.count({d, dop.op})) out = summed(out);
           if (t_.averages.count({d, dop.op})) out = divided(out);
         }
-        if (t_.sums.count({d, dop.op}) && !op.attrs.contains("group")) out = summed(out);  // accumulation
-        for (ValueId v : op.outputs)
-          changed = grow(device_[{d, v}], out) || changed;
+        const bool accumulates = t_.sums.count({d, dop.op}) && !op.attrs.contains("group");
+        for (size_t k = 0; k < op.outputs.size(); ++k) {
+          const Tracks o = outs.size() == 1 ? out : outs[k];
+          changed = grow(device_[{d, op.outputs[k]}], accumulates ? summed(o) : o) || changed;
+        }
       }
       if (!changed) break;
     }
@@ -284,6 +239,7 @@ class Degree {
   const FoldParameter& t_;
   const AxisPredicate* inClass_ = nullptr;
   std::set<std::string> summedOwn_;
+  Atoms atoms_;
   std::map<ValueId, Tracks> logical_;
   std::map<std::pair<size_t, ValueId>, Tracks> device_;
 };
