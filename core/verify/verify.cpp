@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -448,6 +450,13 @@ struct SizePoint {
   int replicas = 0, copies = 0, shapes = 0;
 };
 
+// The plan at a point's fold counts, folded and validated, with what the folds recorded.
+struct Prepared {
+  stage::FoldedPlan folded, mbFolded;
+  Plan expanded, expandedCopies;  // a compact plan written out, where it does not fold
+  const Plan* input = nullptr;    // the plan to reduce: the given one or one of the above
+};
+
 // What a run did at its size point, for verifyPlan to choose the other points.
 struct PointOutcome {
   bool replicasFolded = false, copiesFolded = false, reduced = false;
@@ -459,6 +468,7 @@ struct PointOutcome {
   // classes: the second reduction moves only them and checks only those stages.
   std::vector<bool> secondReduction;
   std::set<size_t> moveClasses;
+  std::shared_ptr<const Prepared> prepared;  // the folded, validated plan, for the second reduction
 };
 
 // Verified stages by signature, across the size points of one verification: a stage whose problem does not
@@ -467,23 +477,19 @@ struct StageCache {
   std::unordered_map<std::string, StageResult> verified;
 };
 
-// One verification at one size point.
-Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
-                  const SizePoint& at, PointOutcome* outcome, StageCache* cache,
-                  const PointOutcome* first = nullptr) {
-  const auto start = Clock::now();
-  Report rep;
-  rep.plan = given.name;
-  auto phaseStart = start;
-  auto phase = [&](const char* name) {  // closes the phase that ran since the previous call
-    const auto now = Clock::now();
-    rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
-    phaseStart = now;
-  };
+// Fold, validate, check the state contract (docs/soundness.md, "Folds" and "State contract"): the plan the
+// later passes reduce and check, at the point's fold counts. A compact plan is folded before validation, an
+// explicit one after. Null when that decides the verdict (invalid input, a state violation), set in `rep`.
+// It does not depend on the reduction: the second reduction reuses the first point's.
+std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const SizePoint& at, Report& rep,
+                                  const std::function<void(const char*)>& phase, Observer* observer) {
+  auto prep = std::make_shared<Prepared>();
+  stage::FoldedPlan& folded = prep->folded;
+  stage::FoldedPlan& mbFolded = prep->mbFolded;
+  Plan& expanded = prep->expanded;
+  Plan& expandedCopies = prep->expandedCopies;
   // A compact plan (replicas implied) is checked folded, or else written out replica by replica; an explicit
   // one is validated as given and folded when its replicas are translates of each other.
-  stage::FoldedPlan folded;
-  Plan expanded;
   const Plan* checked = &given;
   if (given.replicas) {
     if (opt.fold) folded = stage::foldReplicas(given, "dp", at.replicas);
@@ -499,8 +505,6 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
     }
   }
   // Compact micro-batches likewise: folded, or written out copy by copy, before validation.
-  stage::FoldedPlan mbFolded;
-  Plan expandedCopies;
   if (checked->microbatches && rep.errors.empty()) {
     try {
       if (opt.fold) {
@@ -526,8 +530,7 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
   phase("validate");
   if (!rep.errors.empty()) {
     rep.verdict = Verdict::Invalid;
-    rep.seconds = since(start);
-    return rep;
+    return nullptr;
   }
 
   // Structural, on the plan as given (full shapes), before any reduction or lowering: a violation decides
@@ -541,21 +544,49 @@ Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, con
         observer->onStageFinished(r);
     }
     rep.verdict = Verdict::NotEquivalent;
-    rep.seconds = since(start);
-    return rep;
+    return nullptr;
   }
 
   if (!given.replicas && opt.fold) folded = stage::foldReplicas(plan, "dp", at.replicas);
-  for (auto& n : folded.notes)
-    rep.notes.push_back(n);
   // (`plan` is already folded where the plan was compact.)
   const Plan& replicaFolded = !given.replicas && folded.folded ? folded.plan : plan;
   // Micro-batches are copies inside each device graph: folded after the replicas, ranks unchanged.
   if (!given.microbatches && opt.fold)
     mbFolded = stage::foldMicroBatches(replicaFolded, at.copies, &folded.parameter);
-  for (auto& n : mbFolded.notes)
-    rep.notes.push_back(n);
-  const Plan& input = !given.microbatches && mbFolded.folded ? mbFolded.plan : replicaFolded;
+  prep->input = !given.microbatches && mbFolded.folded ? &mbFolded.plan : &replicaFolded;
+  return prep;
+}
+
+// One verification at one size point.
+Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
+                  const SizePoint& at, PointOutcome* outcome, StageCache* cache,
+                  const PointOutcome* first = nullptr) {
+  const auto start = Clock::now();
+  Report rep;
+  rep.plan = given.name;
+  auto phaseStart = start;
+  auto phase = [&](const char* name) {  // closes the phase that ran since the previous call
+    const auto now = Clock::now();
+    rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
+    phaseStart = now;
+  };
+  std::shared_ptr<const Prepared> prep;
+  if (at.shapes == 1 && first && first->prepared) {
+    prep = first->prepared;  // the same fold counts: the same folded, validated plan
+  } else {
+    prep = prepare(given, opt, at, rep, phase, observer);
+    if (!prep) {
+      rep.seconds = since(start);
+      return rep;
+    }
+  }
+  outcome->prepared = prep;
+  const stage::FoldedPlan& folded = prep->folded;
+  const stage::FoldedPlan& mbFolded = prep->mbFolded;
+  const Plan& input = *prep->input;
+  for (const stage::FoldedPlan* f : {&folded, &mbFolded})
+    for (auto& n : f->notes)
+      rep.notes.push_back(n);
   phase("fold");
 
   // The axes the folds scaled keep their extents: the fold's two points must stay apart after reduction.
@@ -1145,6 +1176,7 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
                     start);
     unfoldWhy = o.unfoldWhy;
   }
+  base.prepared.reset();  // the folded plan is not needed past the size points
   if (rep.verdict == Verdict::Equivalent && !more.empty())
     rep.notes.push_back("equivalent at every size point (" + points +
                         "): a size-dependent coincidence would have to hold at each (docs/soundness.md, "
