@@ -557,562 +557,630 @@ std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const S
   return prep;
 }
 
-// One verification at one size point.
-Report verifyOnce(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
-                  const SizePoint& at, PointOutcome* outcome, StageCache* cache,
-                  const PointOutcome* first = nullptr) {
-  const auto start = Clock::now();
+// One verification at one size point (docs/soundness.md names the condition each pass relies on): the
+// passes in `run`, each reading what the earlier ones left in the members.
+class PointRun {
+ public:
+  PointRun(const Plan& given, const Options& opt, Observer* observer, const std::atomic<bool>* cancel,
+           const SizePoint& at, PointOutcome* outcome, StageCache* cache, const PointOutcome* first)
+      : given(given),
+        opt(opt),
+        observer(observer),
+        cancel(cancel),
+        at(at),
+        outcome(outcome),
+        cache(cache),
+        first(first) {
+    rep.plan = given.name;
+  }
+
+  Report run() {
+    if (!foldAndValidate()) return decided();  // "Replica fold", "Micro-batch fold", "The theorem" (4)
+    reduce();                                  // "Shape reduction"
+    if (!cut()) return decided();              // "Stages"; "Size points": condition D for the folds
+    dedup();                                   // "Canonical stages": signatures, the cache of points
+    conditionDForReduction();                  // "Size points": condition D for reduction
+    check();                                   // "Engines", "Division"
+    recheckAtFullSize();                       // "Full-size re-check"
+    return finish();
+  }
+
+ private:
+  const Plan& given;
+  const Options& opt;
+  Observer* observer;
+  const std::atomic<bool>* cancel;
+  const SizePoint at;
+  PointOutcome* outcome;
+  StageCache* cache;
+  const PointOutcome* first;
+
+  const Clock::time_point start = Clock::now();
+  Clock::time_point phaseStart = start;
   Report rep;
-  rep.plan = given.name;
-  auto phaseStart = start;
-  auto phase = [&](const char* name) {  // closes the phase that ran since the previous call
-    const auto now = Clock::now();
-    rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
-    phaseStart = now;
-  };
   std::shared_ptr<const Prepared> prep;
-  if (at.shapes == 1 && first && first->prepared) {
-    prep = first->prepared;  // the same fold counts: the same folded, validated plan
-  } else {
-    prep = prepare(given, opt, at, rep, phase, observer);
-    if (!prep) {
-      rep.seconds = since(start);
-      return rep;
-    }
-  }
-  outcome->prepared = prep;
-  const stage::FoldedPlan& folded = prep->folded;
-  const stage::FoldedPlan& mbFolded = prep->mbFolded;
-  const Plan& input = *prep->input;
-  for (const stage::FoldedPlan* f : {&folded, &mbFolded})
-    for (auto& n : f->notes)
-      rep.notes.push_back(n);
-  phase("fold");
-
-  // The axes the folds scaled keep their extents: the fold's two points must stay apart after reduction.
-  std::vector<std::pair<ValueId, int>> foldScaled;
-  for (const stage::FoldedPlan* f : {&folded, &mbFolded})
-    if (f->folded) foldScaled.insert(foldScaled.end(), f->scaled.begin(), f->scaled.end());
   stage::ReducedPlan reduced;
-  if (opt.reduceShapes) {
-    reduced = stage::reducePlan(input, at.shapes, foldScaled,
-                                at.shapes == 1 && first ? &first->moveClasses : nullptr);
-  } else {
-    reduced.plan = input;
-    reduced.notes.push_back("shape reduction disabled: checking at full size");
-  }
-  phase("reduce");
-  for (auto& n : reduced.notes)
-    rep.notes.push_back(n);
-  rep.notes.push_back(
-      "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
-  const Plan& work = reduced.plan;
-
-  std::vector<stage::Stage> stages = stage::cutStages(work);
-  // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
-  // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
-  if (opt.fold) {
-    const stage::FoldParameter& replicas = mbFolded.folded ? mbFolded.carried : folded.parameter;
-    using Parameter = std::pair<const stage::FoldParameter*, const char*>;
-    for (const auto& [t, what] :
-         {Parameter{&replicas, "replica"}, Parameter{&mbFolded.parameter, "micro-batch"}}) {
-      if (t->empty()) continue;
-      std::vector<int> need(stages.size(), 1);
-      parallelFor(stages.size(), opt.jobs,
-                  [&](size_t i) { need[i] = stage::countsNeeded(work, stages[i], *t); });
-      const auto worst = std::max_element(need.begin(), need.end());
-      if (worst == need.end()) continue;
-      (t == &mbFolded.parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
-      if (*worst <= stage::kFoldPoints) continue;
-      const size_t i = static_cast<size_t>(worst - need.begin());
-      const std::vector<std::string> scopes = describe(work, stages[i]).scopes;
-      const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
-      outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
-                           " count through " + std::to_string(*worst) + " powers of it, more than the " +
-                           std::to_string(stage::kFoldPoints) +
-                           " fold counts checked can pin down (condition D)";
-      rep.verdict = Verdict::Inconclusive;
-      rep.seconds = since(start);
-      return rep;
-    }
-  }
-  const stage::IntDomains domains = stage::intDomains(work);
-  for (const auto& s : stages)
-    rep.stages.push_back(describe(work, s));
-  rep.results.resize(stages.size());
-  for (size_t i = 0; i < stages.size(); ++i) {
-    rep.results[i].stage = static_cast<int>(i);
-    rep.results[i].reason = "not checked";
-  }
-  phase("cut");
-
-  // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
-  // and checked; the others take its result when it finishes.
-  std::vector<int> toCheck;                     // signature owners, in stage order
-  std::map<int, std::vector<int>> sameSigners;  // owner -> later stages with its signature
-  std::vector<std::string> sigs(opt.dedupStages ? stages.size() : 0);
+  std::vector<stage::Stage> stages;
+  stage::IntDomains domains;
+  std::vector<int> toCheck;                            // signature owners, in stage order
+  std::map<int, std::vector<int>> sameSigners;         // owner -> later stages with its signature
+  std::vector<std::string> sigs;                       // by stage, when deduplicating
   std::vector<std::pair<int, StageResult>> fromCache;  // owners proved at an earlier size point
-  if (opt.dedupStages) {
-    parallelFor(stages.size(), opt.jobs,
-                [&](size_t i) { sigs[i] = stage::stageSignature(work, stages[i], domains); });
-    std::unordered_map<std::string, int> firstWith;
-    // The second reduction checks the stages that need it; the others were proved at the first point.
-    const bool onlyNeeded = first && at.shapes == 1 && first->secondReduction.size() == stages.size();
-    for (size_t i = 0; i < stages.size(); ++i) {
-      if (onlyNeeded && !first->secondReduction[i] && static_cast<int>(i) != opt.holdStage) {
-        StageResult r;
-        r.status = solver::Status::Verified;
-        r.engine = "none";
-        r.reason = "no reduced class of it needs a second extent (condition D)";
-        fromCache.push_back({static_cast<int>(i), std::move(r)});
-        continue;
-      }
-      // The held stage (a testing gate) is always checked itself.
-      auto [it, fresh] = static_cast<int>(i) == opt.holdStage
-                             ? std::make_pair(firstWith.end(), true)
-                             : firstWith.emplace(sigs[i], static_cast<int>(i));
-      if (!fresh) {
-        sameSigners[it->second].push_back(static_cast<int>(i));
-      } else if (auto c = cache ? cache->verified.find(sigs[i]) : decltype(cache->verified.end()){};
-                 cache && c != cache->verified.end() && static_cast<int>(i) != opt.holdStage) {
-        fromCache.push_back({static_cast<int>(i), c->second});
-      } else {
-        toCheck.push_back(static_cast<int>(i));
-      }
-    }
-  } else {
-    for (size_t i = 0; i < stages.size(); ++i)
-      toCheck.push_back(static_cast<int>(i));
-  }
-  rep.distinctStages = toCheck.size();
-  // Condition D for reduction (docs/soundness.md, "Size points"): the two reductions move every class
-  // together, so a stage whose obligations depend on two reduced classes, or on one through more than two
-  // powers, is also checked at full size where it is small enough.
-  std::vector<std::string> severalClasses(stages.size());
-  std::vector<stage::ClassNeeds> needs(reduced.classes ? stages.size() : 0);
-  if (reduced.classes) {
-    parallelFor(toCheck.size(), opt.jobs, [&](size_t k) {
-      const size_t i = static_cast<size_t>(toCheck[k]);
-      const stage::ClassNeeds n = stage::reducedClassNeeds(work, stages[i], *reduced.classes);
-      needs[i] = n;
-      if (n.provedByTwoPoints()) return;
-      severalClasses[i] = n.more.empty() ? "its obligations depend on " + std::to_string(n.twoCounts.size()) +
-                                               " reduced axis classes, which the two reductions move together"
-                                         : "its obligations depend on a reduced axis class through more than "
-                                           "two powers of its extent";
-    });
-    for (const auto& [o, same] : sameSigners)
-      for (int m : same)
-        severalClasses[static_cast<size_t>(m)] = severalClasses[static_cast<size_t>(o)];
-  }
-  // At the first size point: the stages a second extent serves and the classes it must move, those of every
-  // stage whose signature owner depends on a class (its copies may hold other classes of the same shape).
-  if (reduced.classes && !at.replicas && !at.copies && !at.shapes) {
-    auto depends = [&](size_t i) { return !needs[i].twoCounts.empty() || !needs[i].more.empty(); };
-    std::vector<size_t> copies;
-    for (const auto& [o, same] : sameSigners)
-      if (depends(static_cast<size_t>(o)))
-        for (int m : same)
-          copies.push_back(static_cast<size_t>(m));
-    parallelFor(copies.size(), opt.jobs, [&](size_t k) {
-      needs[copies[k]] = stage::reducedClassNeeds(work, stages[copies[k]], *reduced.classes);
-    });
-    outcome->secondReduction.assign(stages.size(), false);
-    for (size_t i = 0; i < stages.size(); ++i)
-      if (depends(i)) {
-        outcome->secondReduction[i] = true;
-        outcome->moveClasses.insert(needs[i].twoCounts.begin(), needs[i].twoCounts.end());
-        outcome->moveClasses.insert(needs[i].more.begin(), needs[i].more.end());
-      }
-  }
-  if (opt.share) {  // dealt round-robin in stage order: every process computes the same deal
-    std::vector<int> mine;
-    for (size_t k = 0; k < toCheck.size(); ++k)
-      if (static_cast<int>(k % static_cast<size_t>(opt.share->count())) == opt.share->index() ||
-          toCheck[k] == opt.holdStage)
-        mine.push_back(toCheck[k]);
-    toCheck = std::move(mine);
-  }
-  phase("dedup");
-  if (observer) observer->onStagesPlanned(rep.stages);
-
-  std::mutex mu;
-  std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
-  std::map<int, std::vector<int>> waiting;  // owner stage -> identical stages waiting for it
-  std::vector<bool> done(stages.size(), false);
+  std::vector<std::string> severalClasses;             // by stage: why condition D wants full size
+  std::vector<bool> done;
   std::vector<Diagnostic> invalid;  // ops that lowering rejects (division by a constant zero)
-  std::atomic<size_t> next{0};
   // One stop flag for everything below: the caller's cancel or the run's deadline, whichever comes first.
   std::atomic<bool> stop{false}, deadlineReached{false};
   solver::Budget budget{opt.timeoutSeconds, &stop};
-  auto cancelled = [&] { return stop.load(); };
   std::mutex watchMu;
   std::condition_variable watchCv;
   bool workersDone = false;
-  std::thread watcher([&] {
-    const auto until = opt.deadlineSeconds > 0
-                           ? start + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(opt.deadlineSeconds))
-                           : Clock::time_point::max();
-    std::unique_lock lock(watchMu);
-    while (!workersDone) {
-      if (cancel && cancel->load()) {
-        stop = true;
-        break;
-      }
-      if (Clock::now() >= until) {
-        deadlineReached = true;
-        stop = true;
-        break;
-      }
-      watchCv.wait_for(lock, std::chrono::milliseconds(20));
-    }
-  });
+  std::thread watcher;
 
-  std::vector<int> relowered;  // same-signature stages whose owner's lowering failed: each lowers itself
-  auto finishOne = [&](int i, StageResult r) {  // call with mu held
-    r.stage = i;
-    if (deadlineReached && r.status == solver::Status::Inconclusive && r.reason.find("cancelled") == 0)
-      r.reason = "deadline reached";
-    rep.results[i] = std::move(r);
-    done[i] = true;
-    if (observer) observer->onStageFinished(rep.results[i]);
-  };
-  auto finish = [&](int i, StageResult r) {  // call with mu held
-    finishOne(i, std::move(r));
-    auto same = sameSigners.find(i);
-    if (same == sameSigners.end()) return;
-    // A lowering error names the op of one stage: each of the others lowers itself. A stage stopped by
-    // cancel or deadline ran no check: the others stay not run.
-    const bool stopped = stop && rep.results[i].status == solver::Status::Inconclusive;
-    if (stopped) return;
-    const bool lowered = !rep.stages[i].hash.empty();
-    for (int m : same->second) {
-      if (!lowered) {
-        relowered.push_back(m);
+  const stage::FoldedPlan& folded() const { return prep->folded; }
+  const stage::FoldedPlan& mbFolded() const { return prep->mbFolded; }
+  const Plan& input() const { return *prep->input; }  // folded and validated, full shapes
+  const Plan& work() const { return reduced.plan; }   // reduced
+  bool cancelled() const { return stop.load(); }
+
+  void phase(const char* name) {  // closes the phase that ran since the previous call
+    const auto now = Clock::now();
+    rep.phases.push_back({name, std::chrono::duration<double>(now - phaseStart).count()});
+    phaseStart = now;
+  }
+
+  Report decided() {
+    rep.seconds = since(start);
+    return std::move(rep);
+  }
+
+  bool foldAndValidate() {
+    if (at.shapes == 1 && first && first->prepared) {
+      prep = first->prepared;  // the same fold counts: the same folded, validated plan
+    } else {
+      prep = prepare(
+          given, opt, at, rep, [this](const char* name) { phase(name); }, observer);
+      if (!prep) return false;
+    }
+    outcome->prepared = prep;
+    for (const stage::FoldedPlan* f : {&folded(), &mbFolded()})
+      for (auto& n : f->notes)
+        rep.notes.push_back(n);
+    phase("fold");
+    return true;
+  }
+
+  void reduce() {
+    // The axes the folds scaled keep their extents: the fold's two points must stay apart after reduction.
+    std::vector<std::pair<ValueId, int>> foldScaled;
+    for (const stage::FoldedPlan* f : {&folded(), &mbFolded()})
+      if (f->folded) foldScaled.insert(foldScaled.end(), f->scaled.begin(), f->scaled.end());
+    if (opt.reduceShapes) {
+      reduced = stage::reducePlan(input(), at.shapes, foldScaled,
+                                  at.shapes == 1 && first ? &first->moveClasses : nullptr);
+    } else {
+      reduced.plan = input();
+      reduced.notes.push_back("shape reduction disabled: checking at full size");
+    }
+    phase("reduce");
+    for (auto& n : reduced.notes)
+      rep.notes.push_back(n);
+    rep.notes.push_back(
+        "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
+  }
+
+  bool cut() {
+    stages = stage::cutStages(work());
+    // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
+    // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
+    if (opt.fold) {
+      const stage::FoldParameter& replicas = mbFolded().folded ? mbFolded().carried : folded().parameter;
+      using Parameter = std::pair<const stage::FoldParameter*, const char*>;
+      for (const auto& [t, what] :
+           {Parameter{&replicas, "replica"}, Parameter{&mbFolded().parameter, "micro-batch"}}) {
+        if (t->empty()) continue;
+        std::vector<int> need(stages.size(), 1);
+        parallelFor(stages.size(), opt.jobs,
+                    [&](size_t i) { need[i] = stage::countsNeeded(work(), stages[i], *t); });
+        const auto worst = std::max_element(need.begin(), need.end());
+        if (worst == need.end()) continue;
+        (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
+        if (*worst <= stage::kFoldPoints) continue;
+        const size_t i = static_cast<size_t>(worst - need.begin());
+        const std::vector<std::string> scopes = describe(work(), stages[i]).scopes;
+        const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
+        outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
+                             " count through " + std::to_string(*worst) + " powers of it, more than the " +
+                             std::to_string(stage::kFoldPoints) +
+                             " fold counts checked can pin down (condition D)";
+        rep.verdict = Verdict::Inconclusive;
+        return false;
+      }
+    }
+    domains = stage::intDomains(work());
+    for (const auto& s : stages)
+      rep.stages.push_back(describe(work(), s));
+    rep.results.resize(stages.size());
+    for (size_t i = 0; i < stages.size(); ++i) {
+      rep.results[i].stage = static_cast<int>(i);
+      rep.results[i].reason = "not checked";
+    }
+    phase("cut");
+    return true;
+  }
+
+  void dedup() {
+    // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
+    // and checked; the others take its result when it finishes.
+    sigs.assign(opt.dedupStages ? stages.size() : 0, {});
+    if (opt.dedupStages) {
+      parallelFor(stages.size(), opt.jobs,
+                  [&](size_t i) { sigs[i] = stage::stageSignature(work(), stages[i], domains); });
+      std::unordered_map<std::string, int> firstWith;
+      // The second reduction checks the stages that need it; the others were proved at the first point.
+      const bool onlyNeeded = first && at.shapes == 1 && first->secondReduction.size() == stages.size();
+      for (size_t i = 0; i < stages.size(); ++i) {
+        if (onlyNeeded && !first->secondReduction[i] && static_cast<int>(i) != opt.holdStage) {
+          StageResult r;
+          r.status = solver::Status::Verified;
+          r.engine = "none";
+          r.reason = "no reduced class of it needs a second extent (condition D)";
+          fromCache.push_back({static_cast<int>(i), std::move(r)});
+          continue;
+        }
+        // The held stage (a testing gate) is always checked itself.
+        auto [it, fresh] = static_cast<int>(i) == opt.holdStage
+                               ? std::make_pair(firstWith.end(), true)
+                               : firstWith.emplace(sigs[i], static_cast<int>(i));
+        if (!fresh) {
+          sameSigners[it->second].push_back(static_cast<int>(i));
+        } else if (auto c = cache ? cache->verified.find(sigs[i]) : decltype(cache->verified.end()){};
+                   cache && c != cache->verified.end() && static_cast<int>(i) != opt.holdStage) {
+          fromCache.push_back({static_cast<int>(i), c->second});
+        } else {
+          toCheck.push_back(static_cast<int>(i));
+        }
+      }
+    } else {
+      for (size_t i = 0; i < stages.size(); ++i)
+        toCheck.push_back(static_cast<int>(i));
+    }
+    rep.distinctStages = toCheck.size();
+  }
+
+  void conditionDForReduction() {
+    // Condition D for reduction (docs/soundness.md, "Size points"): the two reductions move every class
+    // together, so a stage whose obligations depend on two reduced classes, or on one through more than two
+    // powers, is also checked at full size where it is small enough.
+    severalClasses.assign(stages.size(), {});
+    std::vector<stage::ClassNeeds> needs(reduced.classes ? stages.size() : 0);
+    if (reduced.classes) {
+      parallelFor(toCheck.size(), opt.jobs, [&](size_t k) {
+        const size_t i = static_cast<size_t>(toCheck[k]);
+        const stage::ClassNeeds n = stage::reducedClassNeeds(work(), stages[i], *reduced.classes);
+        needs[i] = n;
+        if (n.provedByTwoPoints()) return;
+        severalClasses[i] = n.more.empty()
+                                ? "its obligations depend on " + std::to_string(n.twoCounts.size()) +
+                                      " reduced axis classes, which the two reductions move together"
+                                : "its obligations depend on a reduced axis class through more than "
+                                  "two powers of its extent";
+      });
+      for (const auto& [o, same] : sameSigners)
+        for (int m : same)
+          severalClasses[static_cast<size_t>(m)] = severalClasses[static_cast<size_t>(o)];
+    }
+    // At the first size point: the stages a second extent serves and the classes it must move, those of every
+    // stage whose signature owner depends on a class (its copies may hold other classes of the same shape).
+    if (reduced.classes && !at.replicas && !at.copies && !at.shapes) {
+      auto depends = [&](size_t i) { return !needs[i].twoCounts.empty() || !needs[i].more.empty(); };
+      std::vector<size_t> copies;
+      for (const auto& [o, same] : sameSigners)
+        if (depends(static_cast<size_t>(o)))
+          for (int m : same)
+            copies.push_back(static_cast<size_t>(m));
+      parallelFor(copies.size(), opt.jobs, [&](size_t k) {
+        needs[copies[k]] = stage::reducedClassNeeds(work(), stages[copies[k]], *reduced.classes);
+      });
+      outcome->secondReduction.assign(stages.size(), false);
+      for (size_t i = 0; i < stages.size(); ++i)
+        if (depends(i)) {
+          outcome->secondReduction[i] = true;
+          outcome->moveClasses.insert(needs[i].twoCounts.begin(), needs[i].twoCounts.end());
+          outcome->moveClasses.insert(needs[i].more.begin(), needs[i].more.end());
+        }
+    }
+    if (opt.share) {  // dealt round-robin in stage order: every process computes the same deal
+      std::vector<int> mine;
+      for (size_t k = 0; k < toCheck.size(); ++k)
+        if (static_cast<int>(k % static_cast<size_t>(opt.share->count())) == opt.share->index() ||
+            toCheck[k] == opt.holdStage)
+          mine.push_back(toCheck[k]);
+      toCheck = std::move(mine);
+    }
+    phase("dedup");
+    if (observer) observer->onStagesPlanned(rep.stages);
+  }
+
+  void check() {
+    std::mutex mu;
+    std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
+    std::map<int, std::vector<int>> waiting;  // owner stage -> identical stages waiting for it
+    done.assign(stages.size(), false);
+    std::atomic<size_t> next{0};
+    watcher = std::thread([&] {
+      const auto until = opt.deadlineSeconds > 0
+                             ? start + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(opt.deadlineSeconds))
+                             : Clock::time_point::max();
+      std::unique_lock lock(watchMu);
+      while (!workersDone) {
+        if (cancel && cancel->load()) {
+          stop = true;
+          break;
+        }
+        if (Clock::now() >= until) {
+          deadlineReached = true;
+          stop = true;
+          break;
+        }
+        watchCv.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    });
+
+    std::vector<int> relowered;  // same-signature stages whose owner's lowering failed: each lowers itself
+    auto finishOne = [&](int i, StageResult r) {  // call with mu held
+      r.stage = i;
+      if (deadlineReached && r.status == solver::Status::Inconclusive && r.reason.find("cancelled") == 0)
+        r.reason = "deadline reached";
+      rep.results[i] = std::move(r);
+      done[i] = true;
+      if (observer) observer->onStageFinished(rep.results[i]);
+    };
+    auto finish = [&](int i, StageResult r) {  // call with mu held
+      finishOne(i, std::move(r));
+      auto same = sameSigners.find(i);
+      if (same == sameSigners.end()) return;
+      // A lowering error names the op of one stage: each of the others lowers itself. A stage stopped by
+      // cancel or deadline ran no check: the others stay not run.
+      const bool stopped = stop && rep.results[i].status == solver::Status::Inconclusive;
+      if (stopped) return;
+      const bool lowered = !rep.stages[i].hash.empty();
+      for (int m : same->second) {
+        if (!lowered) {
+          relowered.push_back(m);
+          continue;
+        }
+        StageResult copy = rep.results[i];
+        copy.reusedFrom = rep.results[i].reusedFrom == kNone ? i : rep.results[i].reusedFrom;
+        copy.seconds = 0;
+        rep.stages[m].hash = rep.stages[i].hash;
+        finishOne(m, std::move(copy));
+      }
+      sameSigners.erase(same);
+    };
+
+    {
+      std::lock_guard lock(mu);
+      for (auto& [i, r] : fromCache) {
+        r.seconds = 0;
+        r.reusedFrom = kNone;
+        r.reason += " (the same problem, proved at an earlier size point)";
+        finish(i, std::move(r));
+      }
+    }
+    const std::vector<int>* list = &toCheck;
+    auto worker = [&] {
+      Engines eng;
+      while (!cancelled()) {
+        const size_t k = next.fetch_add(1);
+        if (k >= list->size()) break;
+        const size_t i = static_cast<size_t>((*list)[k]);
+        if (observer) observer->onStageStarted(static_cast<int>(i));
+        const auto t0 = Clock::now();
+        StageResult res;
+        solver::Problem pb;
+        try {
+          const auto stageDeadline = opt.timeoutSeconds > 0
+                                         ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                                    std::chrono::duration<double>(opt.timeoutSeconds))
+                                         : Clock::time_point::max();
+          pb = stage::lowerStage(work(), stages[i], domains, &stop, stageDeadline,
+                                 {opt.maxStageElements, opt.maxStageExprNodes});
+        } catch (const stage::LoweringCancelled&) {
+          break;
+        } catch (const stage::LoweringTimeout& e) {
+          res.status = solver::Status::Inconclusive;
+          res.reason = e.what();
+          res.engine = "none";
+          res.seconds = since(t0);
+          std::lock_guard lock(mu);
+          finish(static_cast<int>(i), std::move(res));
+          continue;
+        } catch (const stage::InvalidStage& e) {
+          res.status = solver::Status::Inconclusive;
+          res.reason = std::string("invalid plan: ") + e.op + " " + e.what();
+          res.engine = "none";
+          res.seconds = since(t0);
+          std::lock_guard lock(mu);
+          invalid.push_back({e.op, e.what()});
+          finish(static_cast<int>(i), std::move(res));
+          continue;
+        } catch (const std::exception& e) {
+          res.status = solver::Status::Inconclusive;
+          const bool tooLarge = dynamic_cast<const stage::StageTooLarge*>(&e) != nullptr;
+          res.reason = tooLarge ? std::string(e.what()) : std::string("cannot encode stage: ") + e.what();
+          res.engine = "none";
+          res.seconds = since(t0);
+          std::lock_guard lock(mu);
+          finish(static_cast<int>(i), std::move(res));
+          continue;
+        }
+        std::string hash = stage::canonicalHash(pb);
+        if (cancelled()) break;  // do not start the engines after a cancel
+        {
+          std::lock_guard lock(mu);
+          rep.stages[i].hash = hash;
+          auto it = opt.dedupStages ? owner.find(hash) : owner.end();
+          if (it != owner.end()) {
+            int o = it->second;
+            if (done[o]) {
+              StageResult copy = rep.results[o];
+              copy.reusedFrom = o;
+              copy.seconds = since(t0);
+              finish(static_cast<int>(i), std::move(copy));
+            } else {
+              waiting[o].push_back(static_cast<int>(i));
+            }
+            continue;
+          }
+          owner[hash] = static_cast<int>(i);
+        }
+        if (static_cast<int>(i) == opt.holdStage) {
+          if (observer) observer->onStageHeld(static_cast<int>(i));
+          while (!cancelled())
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        try {
+          res = checkProblem(pb, opt, eng, budget);
+        } catch (const std::exception& e) {
+          res.status = solver::Status::Inconclusive;
+          res.reason = std::string("engine error: ") + e.what();
+        }
+        res.seconds = since(t0);
+        std::lock_guard lock(mu);
+        finish(static_cast<int>(i), res);
+        for (int w : waiting[static_cast<int>(i)]) {
+          StageResult copy = rep.results[i];
+          copy.reusedFrom = static_cast<int>(i);
+          copy.seconds = 0;
+          finish(w, std::move(copy));
+        }
+        waiting.erase(static_cast<int>(i));
+      }
+    };
+
+    auto runWorkers = [&] {
+      const int jobs =
+          std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::max<size_t>(list->size(), 1))));
+      std::vector<std::thread> threads;
+      for (int t = 1; t < jobs; ++t)
+        threads.emplace_back(worker);
+      worker();
+      for (auto& t : threads)
+        t.join();
+    };
+    runWorkers();
+    if (!relowered.empty() && !cancelled()) {
+      std::sort(relowered.begin(), relowered.end());
+      list = &relowered;
+      next = 0;
+      runWorkers();
+    }
+    if (opt.share) {
+      SharedFindings found;
+      for (size_t i = 0; i < stages.size(); ++i)
+        if (done[i]) {
+          found.results.push_back(rep.results[i]);
+          found.hashes.push_back(rep.stages[i].hash);
+        }
+      found.invalid = invalid;
+      const std::vector<std::string> all = opt.share->allGather(encodeFindings(found));
+      for (size_t p = 0; p < all.size(); ++p) {
+        if (static_cast<int>(p) == opt.share->index()) continue;
+        SharedFindings theirs = decodeFindings(all[p]);
+        for (size_t k = 0; k < theirs.results.size(); ++k) {
+          const int i = theirs.results[k].stage;
+          if (i < 0 || static_cast<size_t>(i) >= stages.size() || done[i]) continue;
+          rep.stages[i].hash = theirs.hashes[k];
+          rep.results[i] = std::move(theirs.results[k]);
+          done[i] = true;
+          if (observer) observer->onStageFinished(rep.results[i]);
+        }
+        invalid.insert(invalid.end(), theirs.invalid.begin(), theirs.invalid.end());
+      }
+      if (opt.dedupStages) shareIdenticalAcrossProcesses(rep);
+    }
+    canonicalOwners(rep);  // before the full-size re-check, which is per stage and must not be swapped
+    phase("check");
+  }
+
+  void recheckAtFullSize() {
+    // Full-size re-check of the stages that failed at reduced shape (docs/soundness.md, "Full-size
+    // re-check").
+    const bool shapesReduced = opt.reduceShapes && reduced.reduced;
+    std::vector<stage::Stage> fullStages;
+    std::map<StageOps, int> fullByOps;
+    std::optional<stage::IntDomains> fullDomains;
+    std::map<std::string, StageResult> fullByHash;  // identical full-size stages are checked once
+    size_t severalChecked = 0, severalKept = 0;     // condition D for reduction: at full size, or not
+    Engines fullEngines;
+    for (size_t i = 0; i < stages.size() && shapesReduced; ++i) {
+      StageResult& res = rep.results[i];
+      const bool passed = res.status == solver::Status::Verified;  // re-checked for condition D
+      if (!done[i] || !(res.status == solver::Status::Failed || (passed && !severalClasses[i].empty())))
+        continue;
+      auto keepReduced = [&](const std::string& check, const std::string& why) {
+        if (passed) {
+          ++severalKept;
+          return;
+        }
+        res.fullSizeCheck = check;
+        res.reason += "; failed at reduced shape only (full-size re-check " + why + ")";
+        if (res.counterexample) markReduced(*res.counterexample, input(), work());
+      };
+      if (opt.fullSizeRecheckElements <= 0) {
+        keepReduced("skipped: disabled", "disabled");
         continue;
       }
-      StageResult copy = rep.results[i];
-      copy.reusedFrom = rep.results[i].reusedFrom == kNone ? i : rep.results[i].reusedFrom;
-      copy.seconds = 0;
-      rep.stages[m].hash = rep.stages[i].hash;
-      finishOne(m, std::move(copy));
-    }
-    sameSigners.erase(same);
-  };
-
-  {
-    std::lock_guard lock(mu);
-    for (auto& [i, r] : fromCache) {
-      r.seconds = 0;
-      r.reusedFrom = kNone;
-      r.reason += " (the same problem, proved at an earlier size point)";
-      finish(i, std::move(r));
-    }
-  }
-  const std::vector<int>* list = &toCheck;
-  auto worker = [&] {
-    Engines eng;
-    while (!cancelled()) {
-      const size_t k = next.fetch_add(1);
-      if (k >= list->size()) break;
-      const size_t i = static_cast<size_t>((*list)[k]);
-      if (observer) observer->onStageStarted(static_cast<int>(i));
+      if (fullStages.empty()) {
+        fullStages = stage::cutStages(input());
+        for (size_t k = 0; k < fullStages.size(); ++k)
+          fullByOps.emplace(stageOps(fullStages[k]), static_cast<int>(k));
+      }
+      const int j = matchingStage(fullByOps, stages[i]);
+      if (j == kNone) {
+        keepReduced("skipped: no matching stage", "skipped: no stage of the unreduced plan holds its ops");
+        continue;
+      }
+      const stage::Stage& full = fullStages[static_cast<size_t>(j)];
+      const int64_t elements = stage::stageElements(input(), full);
+      if (elements == stage::stageElements(work(), stages[i]) && stageOps(full) == stageOps(stages[i])) {
+        res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
+        continue;
+      }
+      int64_t limit = std::min(opt.fullSizeRecheckElements, opt.maxStageElements);
+      if (passed) limit = std::min(limit, kSeveralClassesElements);
+      if (elements > limit) {
+        keepReduced("skipped: too large", "skipped: " + std::to_string(elements) +
+                                              " elements at full size, over " + std::to_string(limit));
+        continue;
+      }
+      if (cancelled()) {
+        keepReduced("inconclusive",
+                    "not run: " + std::string(deadlineReached ? "deadline reached" : "cancelled"));
+        continue;
+      }
+      if (!fullDomains) fullDomains = stage::intDomains(input());
       const auto t0 = Clock::now();
-      StageResult res;
-      solver::Problem pb;
+      StageResult fullRes;
       try {
         const auto stageDeadline = opt.timeoutSeconds > 0
                                        ? t0 + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(opt.timeoutSeconds))
                                        : Clock::time_point::max();
-        pb = stage::lowerStage(work, stages[i], domains, &stop, stageDeadline,
-                               {opt.maxStageElements, opt.maxStageExprNodes});
-      } catch (const stage::LoweringCancelled&) {
-        break;
-      } catch (const stage::LoweringTimeout& e) {
-        res.status = solver::Status::Inconclusive;
-        res.reason = e.what();
-        res.engine = "none";
-        res.seconds = since(t0);
-        std::lock_guard lock(mu);
-        finish(static_cast<int>(i), std::move(res));
-        continue;
-      } catch (const stage::InvalidStage& e) {
-        res.status = solver::Status::Inconclusive;
-        res.reason = std::string("invalid plan: ") + e.op + " " + e.what();
-        res.engine = "none";
-        res.seconds = since(t0);
-        std::lock_guard lock(mu);
-        invalid.push_back({e.op, e.what()});
-        finish(static_cast<int>(i), std::move(res));
-        continue;
-      } catch (const std::exception& e) {
-        res.status = solver::Status::Inconclusive;
-        const bool tooLarge = dynamic_cast<const stage::StageTooLarge*>(&e) != nullptr;
-        res.reason = tooLarge ? std::string(e.what()) : std::string("cannot encode stage: ") + e.what();
-        res.engine = "none";
-        res.seconds = since(t0);
-        std::lock_guard lock(mu);
-        finish(static_cast<int>(i), std::move(res));
-        continue;
-      }
-      std::string hash = stage::canonicalHash(pb);
-      if (cancelled()) break;  // do not start the engines after a cancel
-      {
-        std::lock_guard lock(mu);
-        rep.stages[i].hash = hash;
-        auto it = opt.dedupStages ? owner.find(hash) : owner.end();
-        if (it != owner.end()) {
-          int o = it->second;
-          if (done[o]) {
-            StageResult copy = rep.results[o];
-            copy.reusedFrom = o;
-            copy.seconds = since(t0);
-            finish(static_cast<int>(i), std::move(copy));
-          } else {
-            waiting[o].push_back(static_cast<int>(i));
-          }
-          continue;
+        solver::Problem pb = stage::lowerStage(input(), full, *fullDomains, &stop, stageDeadline,
+                                               {opt.maxStageElements, opt.maxStageExprNodes});
+        const std::string hash = stage::canonicalHash(pb);
+        if (auto it = fullByHash.find(hash); it != fullByHash.end()) {
+          fullRes = it->second;
+        } else {
+          fullRes = checkProblem(pb, opt, fullEngines, budget);
+          fullByHash.emplace(hash, fullRes);
         }
-        owner[hash] = static_cast<int>(i);
-      }
-      if (static_cast<int>(i) == opt.holdStage) {
-        if (observer) observer->onStageHeld(static_cast<int>(i));
-        while (!cancelled())
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      try {
-        res = checkProblem(pb, opt, eng, budget);
       } catch (const std::exception& e) {
-        res.status = solver::Status::Inconclusive;
-        res.reason = std::string("engine error: ") + e.what();
+        fullRes.status = solver::Status::Inconclusive;
+        fullRes.reason = e.what();
       }
-      res.seconds = since(t0);
-      std::lock_guard lock(mu);
-      finish(static_cast<int>(i), res);
-      for (int w : waiting[static_cast<int>(i)]) {
-        StageResult copy = rep.results[i];
-        copy.reusedFrom = static_cast<int>(i);
-        copy.seconds = 0;
-        finish(w, std::move(copy));
-      }
-      waiting.erase(static_cast<int>(i));
-    }
-  };
-
-  auto runWorkers = [&] {
-    const int jobs =
-        std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::max<size_t>(list->size(), 1))));
-    std::vector<std::thread> threads;
-    for (int t = 1; t < jobs; ++t)
-      threads.emplace_back(worker);
-    worker();
-    for (auto& t : threads)
-      t.join();
-  };
-  runWorkers();
-  if (!relowered.empty() && !cancelled()) {
-    std::sort(relowered.begin(), relowered.end());
-    list = &relowered;
-    next = 0;
-    runWorkers();
-  }
-  if (opt.share) {
-    SharedFindings found;
-    for (size_t i = 0; i < stages.size(); ++i)
-      if (done[i]) {
-        found.results.push_back(rep.results[i]);
-        found.hashes.push_back(rep.stages[i].hash);
-      }
-    found.invalid = invalid;
-    const std::vector<std::string> all = opt.share->allGather(encodeFindings(found));
-    for (size_t p = 0; p < all.size(); ++p) {
-      if (static_cast<int>(p) == opt.share->index()) continue;
-      SharedFindings theirs = decodeFindings(all[p]);
-      for (size_t k = 0; k < theirs.results.size(); ++k) {
-        const int i = theirs.results[k].stage;
-        if (i < 0 || static_cast<size_t>(i) >= stages.size() || done[i]) continue;
-        rep.stages[i].hash = theirs.hashes[k];
-        rep.results[i] = std::move(theirs.results[k]);
-        done[i] = true;
-        if (observer) observer->onStageFinished(rep.results[i]);
-      }
-      invalid.insert(invalid.end(), theirs.invalid.begin(), theirs.invalid.end());
-    }
-    if (opt.dedupStages) shareIdenticalAcrossProcesses(rep);
-  }
-  canonicalOwners(rep);  // before the full-size re-check, which is per stage and must not be swapped
-  phase("check");
-
-  // Full-size re-check of the stages that failed at reduced shape (docs/soundness.md, "Full-size re-check").
-  const bool shapesReduced = opt.reduceShapes && reduced.reduced;
-  std::vector<stage::Stage> fullStages;
-  std::map<StageOps, int> fullByOps;
-  std::optional<stage::IntDomains> fullDomains;
-  std::map<std::string, StageResult> fullByHash;  // identical full-size stages are checked once
-  size_t severalChecked = 0, severalKept = 0;     // condition D for reduction: at full size, or not
-  Engines fullEngines;
-  for (size_t i = 0; i < stages.size() && shapesReduced; ++i) {
-    StageResult& res = rep.results[i];
-    const bool passed = res.status == solver::Status::Verified;  // re-checked for condition D
-    if (!done[i] || !(res.status == solver::Status::Failed || (passed && !severalClasses[i].empty())))
-      continue;
-    auto keepReduced = [&](const std::string& check, const std::string& why) {
-      if (passed) {
-        ++severalKept;
-        return;
-      }
-      res.fullSizeCheck = check;
-      res.reason += "; failed at reduced shape only (full-size re-check " + why + ")";
-      if (res.counterexample) markReduced(*res.counterexample, input, work);
-    };
-    if (opt.fullSizeRecheckElements <= 0) {
-      keepReduced("skipped: disabled", "disabled");
-      continue;
-    }
-    if (fullStages.empty()) {
-      fullStages = stage::cutStages(input);
-      for (size_t k = 0; k < fullStages.size(); ++k)
-        fullByOps.emplace(stageOps(fullStages[k]), static_cast<int>(k));
-    }
-    const int j = matchingStage(fullByOps, stages[i]);
-    if (j == kNone) {
-      keepReduced("skipped: no matching stage", "skipped: no stage of the unreduced plan holds its ops");
-      continue;
-    }
-    const stage::Stage& full = fullStages[static_cast<size_t>(j)];
-    const int64_t elements = stage::stageElements(input, full);
-    if (elements == stage::stageElements(work, stages[i]) && stageOps(full) == stageOps(stages[i])) {
-      res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
-      continue;
-    }
-    int64_t limit = std::min(opt.fullSizeRecheckElements, opt.maxStageElements);
-    if (passed) limit = std::min(limit, kSeveralClassesElements);
-    if (elements > limit) {
-      keepReduced("skipped: too large", "skipped: " + std::to_string(elements) +
-                                            " elements at full size, over " + std::to_string(limit));
-      continue;
-    }
-    if (cancelled()) {
-      keepReduced("inconclusive",
-                  "not run: " + std::string(deadlineReached ? "deadline reached" : "cancelled"));
-      continue;
-    }
-    if (!fullDomains) fullDomains = stage::intDomains(input);
-    const auto t0 = Clock::now();
-    StageResult fullRes;
-    try {
-      const auto stageDeadline = opt.timeoutSeconds > 0
-                                     ? t0 + std::chrono::duration_cast<Clock::duration>(
-                                                std::chrono::duration<double>(opt.timeoutSeconds))
-                                     : Clock::time_point::max();
-      solver::Problem pb = stage::lowerStage(input, full, *fullDomains, &stop, stageDeadline,
-                                             {opt.maxStageElements, opt.maxStageExprNodes});
-      const std::string hash = stage::canonicalHash(pb);
-      if (auto it = fullByHash.find(hash); it != fullByHash.end()) {
-        fullRes = it->second;
+      const double secs = since(t0);
+      if (passed && fullRes.status != solver::Status::Inconclusive) {
+        ++severalChecked;
+        fullRes.stage = res.stage;
+        fullRes.seconds = res.seconds + secs;
+        fullRes.reason = std::string(fullRes.status == solver::Status::Failed ? "failed" : "verified") +
+                         " at full size (checked there: " + severalClasses[i] + "): " + fullRes.reason;
+        fullRes.fullSizeCheck = fullRes.status == solver::Status::Failed ? "failed" : "passed";
+        fullRes.reusedFrom = kNone;
+        res = std::move(fullRes);
+      } else if (fullRes.status == solver::Status::Failed) {
+        fullRes.stage = res.stage;
+        fullRes.seconds = res.seconds + secs;
+        fullRes.reason = "failed at full size (re-checked: it failed at reduced shape): " + fullRes.reason;
+        fullRes.fullSizeCheck = "failed";
+        res = std::move(fullRes);
+      } else if (fullRes.status == solver::Status::Verified) {
+        rep.notes.push_back(
+            "stage " + std::to_string(i) +
+            " failed at reduced shape but passes at full size: the reduced failure was a "
+            "reduction artefact (a count relation to the plan's constants that shape reduction "
+            "does not see); the stage is verified at full size, the other stages at reduced "
+            "shape as before (--no-reduce checks every stage at full size)");
+        fullRes.stage = res.stage;
+        fullRes.seconds = res.seconds + secs;
+        fullRes.reason = "verified at full size (" + fullRes.reason +
+                         "); the failure at reduced shape was a reduction artefact";
+        fullRes.fullSizeCheck = "passed";
+        fullRes.reusedFrom = kNone;
+        res = std::move(fullRes);
       } else {
-        fullRes = checkProblem(pb, opt, fullEngines, budget);
-        fullByHash.emplace(hash, fullRes);
+        keepReduced("inconclusive", "inconclusive: " + fullRes.reason);
       }
-    } catch (const std::exception& e) {
-      fullRes.status = solver::Status::Inconclusive;
-      fullRes.reason = e.what();
     }
-    const double secs = since(t0);
-    if (passed && fullRes.status != solver::Status::Inconclusive) {
-      ++severalChecked;
-      fullRes.stage = res.stage;
-      fullRes.seconds = res.seconds + secs;
-      fullRes.reason = std::string(fullRes.status == solver::Status::Failed ? "failed" : "verified") +
-                       " at full size (checked there: " + severalClasses[i] + "): " + fullRes.reason;
-      fullRes.fullSizeCheck = fullRes.status == solver::Status::Failed ? "failed" : "passed";
-      fullRes.reusedFrom = kNone;
-      res = std::move(fullRes);
-    } else if (fullRes.status == solver::Status::Failed) {
-      fullRes.stage = res.stage;
-      fullRes.seconds = res.seconds + secs;
-      fullRes.reason = "failed at full size (re-checked: it failed at reduced shape): " + fullRes.reason;
-      fullRes.fullSizeCheck = "failed";
-      res = std::move(fullRes);
-    } else if (fullRes.status == solver::Status::Verified) {
-      rep.notes.push_back("stage " + std::to_string(i) +
-                          " failed at reduced shape but passes at full size: the reduced failure was a "
-                          "reduction artefact (a count relation to the plan's constants that shape reduction "
-                          "does not see); the stage is verified at full size, the other stages at reduced "
-                          "shape as before (--no-reduce checks every stage at full size)");
-      fullRes.stage = res.stage;
-      fullRes.seconds = res.seconds + secs;
-      fullRes.reason = "verified at full size (" + fullRes.reason +
-                       "); the failure at reduced shape was a reduction artefact";
-      fullRes.fullSizeCheck = "passed";
-      fullRes.reusedFrom = kNone;
-      res = std::move(fullRes);
-    } else {
-      keepReduced("inconclusive", "inconclusive: " + fullRes.reason);
-    }
+    if (severalChecked + severalKept > 0)
+      rep.notes.push_back(
+          "condition D for reduction: " + std::to_string(severalChecked + severalKept) +
+          " stages depend on several reduced axis classes (or on one through more than two powers), which "
+          "the "
+          "two reductions do not separate; " +
+          std::to_string(severalChecked) + " checked at full size" +
+          (severalKept ? ", " + std::to_string(severalKept) + " too large for that (over " +
+                             std::to_string(kSeveralClassesElements) +
+                             " elements): their proof rests on the two reductions (docs/soundness.md, \"Size "
+                             "points\"; --no-reduce checks them at full size)"
+                       : std::string()));
+    phase("full-size");
   }
-  if (severalChecked + severalKept > 0)
-    rep.notes.push_back(
-        "condition D for reduction: " + std::to_string(severalChecked + severalKept) +
-        " stages depend on several reduced axis classes (or on one through more than two powers), which the "
-        "two reductions do not separate; " +
-        std::to_string(severalChecked) + " checked at full size" +
-        (severalKept ? ", " + std::to_string(severalKept) + " too large for that (over " +
-                           std::to_string(kSeveralClassesElements) +
-                           " elements): their proof rests on the two reductions (docs/soundness.md, \"Size "
-                           "points\"; --no-reduce checks them at full size)"
-                     : std::string()));
-  phase("full-size");
-  {
-    std::lock_guard lock(watchMu);
-    workersDone = true;
-  }
-  watchCv.notify_all();
-  watcher.join();
 
-  rep.deadlineSeconds = opt.deadlineSeconds;
-  rep.deadlineReached = deadlineReached;
-  rep.cancelled = stop && !deadlineReached;
-  for (size_t i = 0; i < stages.size(); ++i)
-    if (!done[i]) {
-      rep.results[i].status = solver::Status::Inconclusive;
-      rep.results[i].reason = rep.deadlineReached ? "not run: deadline reached"
-                              : rep.cancelled     ? "not run: cancelled"
-                                                  : "not checked";
+  Report finish() {
+    {
+      std::lock_guard lock(watchMu);
+      workersDone = true;
     }
-  rep.verdict = overall(rep.results, stop);
-  std::sort(invalid.begin(), invalid.end(),
-            [](const Diagnostic& a, const Diagnostic& b) { return a.where < b.where; });
-  if (!invalid.empty()) {
-    rep.errors = std::move(invalid);
-    rep.verdict = Verdict::Invalid;
+    watchCv.notify_all();
+    watcher.join();
+
+    rep.deadlineSeconds = opt.deadlineSeconds;
+    rep.deadlineReached = deadlineReached;
+    rep.cancelled = stop && !deadlineReached;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (!done[i]) {
+        rep.results[i].status = solver::Status::Inconclusive;
+        rep.results[i].reason = rep.deadlineReached ? "not run: deadline reached"
+                                : rep.cancelled     ? "not run: cancelled"
+                                                    : "not checked";
+      }
+    rep.verdict = overall(rep.results, stop);
+    std::sort(invalid.begin(), invalid.end(),
+              [](const Diagnostic& a, const Diagnostic& b) { return a.where < b.where; });
+    if (!invalid.empty()) {
+      rep.errors = std::move(invalid);
+      rep.verdict = Verdict::Invalid;
+    }
+    if (opt.fold && rep.verdict == Verdict::NotEquivalent) {
+      std::set<int64_t> met = folded().countsMet;
+      met.insert(mbFolded().countsMet.begin(), mbFolded().countsMet.end());
+      outcome->unfoldWhy = foldArtefactSuspect(work(), stages, rep, met);
+    }
+    // Stages proved here serve the other size points; a pass found by the full-size re-check is the full
+    // stage's, not the reduced problem's.
+    for (size_t i = 0; cache && i < sigs.size(); ++i)
+      if (done[i] && rep.results[i].status == solver::Status::Verified &&
+          rep.results[i].fullSizeCheck.empty())
+        cache->verified.emplace(sigs[i], rep.results[i]);
+    outcome->replicasFolded = folded().folded && folded().count > 0;
+    outcome->copiesFolded = mbFolded().folded && mbFolded().count > 0;
+    outcome->reduced = opt.reduceShapes && reduced.reduced;
+    // Compact plans leave replicas or copies implied: their diffs stay in the folded plan's coordinates.
+    if ((folded().folded || mbFolded().folded) && !given.replicas && !given.microbatches)
+      for (StageResult& r : rep.results)
+        if (r.counterexample && !r.counterexample->fullSize)
+          unfoldFullIndex(*r.counterexample, input(),
+                          folded().folded ? folded().originalRank : std::vector<int>{}, given);
+    if (folded().folded) unfoldRanks(folded().originalRank, rep);
+    phase("report");
+    return decided();
   }
-  if (opt.fold && rep.verdict == Verdict::NotEquivalent) {
-    std::set<int64_t> met = folded.countsMet;
-    met.insert(mbFolded.countsMet.begin(), mbFolded.countsMet.end());
-    outcome->unfoldWhy = foldArtefactSuspect(work, stages, rep, met);
-  }
-  // Stages proved here serve the other size points; a pass found by the full-size re-check is the full
-  // stage's, not the reduced problem's.
-  for (size_t i = 0; cache && i < sigs.size(); ++i)
-    if (done[i] && rep.results[i].status == solver::Status::Verified && rep.results[i].fullSizeCheck.empty())
-      cache->verified.emplace(sigs[i], rep.results[i]);
-  outcome->replicasFolded = folded.folded && folded.count > 0;
-  outcome->copiesFolded = mbFolded.folded && mbFolded.count > 0;
-  outcome->reduced = opt.reduceShapes && reduced.reduced;
-  // Compact plans leave replicas or copies implied: their diffs stay in the folded plan's coordinates.
-  if ((folded.folded || mbFolded.folded) && !given.replicas && !given.microbatches)
-    for (StageResult& r : rep.results)
-      if (r.counterexample && !r.counterexample->fullSize)
-        unfoldFullIndex(*r.counterexample, input, folded.folded ? folded.originalRank : std::vector<int>{},
-                        given);
-  if (folded.folded) unfoldRanks(folded.originalRank, rep);
-  phase("report");
-  rep.seconds = since(start);
-  return rep;
-}
+};
 
 }  // namespace
 
@@ -1139,7 +1207,7 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
   // reduction that applied (both folds: the four corners), each a coincidence would have to survive.
   StageCache cache;
   PointOutcome base;
-  Report rep = verifyOnce(given, opt, observer, cancel, {}, &base, &cache);
+  Report rep = PointRun(given, opt, observer, cancel, {}, &base, &cache, nullptr).run();
   // A fold whose stages all need one count (condition D, width 0: every obligation is t^a times a constant,
   // zero at one count exactly when at every count) is proved at its first point.
   const bool replicas = base.replicasFolded && base.replicaCounts > 1;
@@ -1157,7 +1225,8 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
     if (rep.verdict != Verdict::Equivalent || tooCoarse || stopped()) break;
     PointOutcome o;
     Report again =
-        verifyOnce(given, remaining(opt), observer, cancel, at, &o, &cache, at.shapes == 1 ? &base : nullptr);
+        PointRun(given, remaining(opt), observer, cancel, at, &o, &cache, at.shapes == 1 ? &base : nullptr)
+            .run();
     if (o.tooCoarse) {
       tooCoarse = o.tooCoarse;
       break;
