@@ -90,7 +90,7 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
                                     const QString& bugNote) {
   diffCount_ = 0;
   QString html;
-  StageState state = result ? stateOf(result->status) : StageState::Pending;
+  StageState state = result ? stateOf(*result) : StageState::Pending;
   html += QStringLiteral("<h3>Stage %1 &mdash; <span style='color:%2'>%3</span></h3>")
               .arg(stage.id)
               .arg(stateColor(state).darker(115).name(), stateName(state));

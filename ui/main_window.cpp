@@ -680,20 +680,24 @@ void MainWindow::onFinished(const verify::Report& report) {
       errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
     cexPanel_->setHtml(tr("<h3 style='color:#c62828'>The plan is invalid</h3><p>%1</p>").arg(errors));
   }
-  statusBar()->showMessage(tr("%1: %2 verified, %3 failed, %4 inconclusive of %5 stages in %6 s")
+  const int checked = verified + failed + inconclusive;
+  const int notRun = stageModel_->stageCount() - checked;
+  statusBar()->showMessage(tr("%1: %2 verified, %3 failed, %4 inconclusive%5 of %6 stages in %7 s")
                                .arg(verdict)
                                .arg(verified)
                                .arg(failed)
                                .arg(inconclusive)
+                               .arg(notRun > 0 ? tr(", %1 not run").arg(notRun) : QString())
                                .arg(stageModel_->stageCount())
                                .arg(report.seconds, 0, 'f', 2));
   if (int first = firstFailingStage(); first >= 0)
     selectStage(first);
   else if (report.verdict != verify::Verdict::Invalid)
     cexPanel_->showNothing(report.cancelled
-                               ? tr("Cancelled: %1 of %2 stages checked.")
-                                     .arg(verified + inconclusive)
+                               ? tr("Cancelled: %1 of %2 stages checked, %3 not run.")
+                                     .arg(checked)
                                      .arg(stageModel_->stageCount())
+                                     .arg(notRun)
                                : tr("No counterexample: %1 of %2 stages verified. Select a stage to "
                                     "see it in both views.")
                                      .arg(verified)

@@ -14,10 +14,14 @@ StageState stateOf(solver::Status status) {
   return StageState::Inconclusive;
 }
 
+StageState stateOf(const verify::StageResult& result) {
+  return result.ran ? stateOf(result.status) : StageState::None;
+}
+
 QString stateName(StageState s) {
   switch (s) {
     case StageState::None:
-      return QStringLiteral("not checked");
+      return QStringLiteral("not run");
     case StageState::Pending:
       return QStringLiteral("pending");
     case StageState::Running:

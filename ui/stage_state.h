@@ -5,6 +5,7 @@
 #include <QString>
 
 #include "core/solver/problem.h"
+#include "core/verify/report.h"
 
 namespace paraproof::ui {
 
@@ -12,6 +13,7 @@ namespace paraproof::ui {
 enum class StageState { None, Verified, Pending, Inconclusive, Running, Failed };
 
 StageState stateOf(solver::Status status);
+StageState stateOf(const verify::StageResult& result);  // a stage never run (cancel, deadline): None
 QString stateName(StageState s);
 QColor stateColor(StageState s);      // strong colour: borders, table decorations, legend
 QColor stateFillColor(StageState s);  // light tint: node fill

@@ -50,7 +50,7 @@ void StageTableModel::setResult(const verify::StageResult& result) {
   int i = indexOfStage(result.stage);
   if (i < 0) return;
   results_[i] = result;
-  states_[i] = stateOf(result.status);
+  states_[i] = stateOf(result);
   changed(i);
 }
 
@@ -60,7 +60,7 @@ void StageTableModel::setResults(const std::vector<verify::StageResult>& results
     int i = indexOfStage(r.stage);
     if (i < 0) continue;
     results_[i] = r;
-    states_[i] = stateOf(r.status);
+    states_[i] = stateOf(r);
     first = std::min(first, i);
     last = std::max(last, i);
   }

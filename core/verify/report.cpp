@@ -163,7 +163,7 @@ Json reportToJson(const Report& r) {
   for (const auto& e : r.errors)
     j["errors"].push_back({{"where", e.where}, {"message", e.message}});
   j["notes"] = r.notes;
-  int counts[3] = {0, 0, 0}, reused = 0;
+  int counts[3] = {0, 0, 0}, reused = 0, notRun = 0;
   j["stages"] = Json::array();
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const StageInfo& s = r.stages[i];
@@ -187,6 +187,10 @@ Json reportToJson(const Report& r) {
         ++reused;
       }
       sj["full_size_check"] = res.fullSizeCheck;
+      if (!res.ran) {
+        sj["ran"] = false;
+        ++notRun;
+      }
       if (res.counterexample) sj["counterexample"] = counterexampleJson(*res.counterexample, s.communication);
       ++counts[static_cast<int>(res.status)];
     } else {
@@ -195,8 +199,9 @@ Json reportToJson(const Report& r) {
     }
     j["stages"].push_back(std::move(sj));
   }
-  j["summary"] = {{"stages", r.stages.size()}, {"verified", counts[0]}, {"failed", counts[1]},
-                  {"inconclusive", counts[2]}, {"reused", reused},      {"distinct", r.distinctStages}};
+  j["summary"] = {{"stages", r.stages.size()},   {"verified", counts[0]}, {"failed", counts[1]},
+                  {"inconclusive", counts[2]},   {"not_run", notRun},     {"reused", reused},
+                  {"distinct", r.distinctStages}};
   j["phases"] = Json::array();
   for (const auto& [name, secs] : r.phases)
     j["phases"].push_back({{"name", name}, {"seconds", secs}});
@@ -280,7 +285,7 @@ std::string reportToText(const Report& r, bool verbose) {
       if (r.deadlineReached) {
         size_t notRun = 0;
         for (const auto& res : r.results)
-          notRun += res.engine.empty() && res.status == solver::Status::Inconclusive;
+          notRun += !res.ran;
         os << " (deadline of " << fmt(r.deadlineSeconds) << " s reached: partial report, " << notRun
            << " stage(s) not run)";
       }

@@ -90,6 +90,7 @@ struct StageResult {
   std::string engine;
   double seconds = 0;
   int reusedFrom = kNone;  // stage whose identical canonical form was checked instead
+  bool ran = true;         // false: never checked (cancelled, or the deadline came first)
   std::optional<CounterexampleReport> counterexample;
   // A stage that failed at reduced shape is re-checked at full size when small enough (verify::Options::
   // fullSizeRecheckElements): "passed" (the reduced failure was a reduction artefact; the stage passes),

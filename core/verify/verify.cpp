@@ -1144,6 +1144,7 @@ class PointRun {
     rep.cancelled = stop && !deadlineReached;
     for (size_t i = 0; i < stages.size(); ++i)
       if (!done[i]) {
+        rep.results[i].ran = false;
         rep.results[i].status = solver::Status::Inconclusive;
         rep.results[i].reason = rep.deadlineReached ? "not run: deadline reached"
                                 : rep.cancelled     ? "not run: cancelled"
