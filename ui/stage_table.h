@@ -25,7 +25,7 @@ class StageTableModel : public QAbstractTableModel {
   void markRunning(int stageId);
   void setResult(const verify::StageResult& result);
   void setResults(const std::vector<verify::StageResult>& results);  // one change notification for all
-  void markUnfinishedCancelled();  // pending/running stages of a cancelled run back to "not checked"
+  void markUnfinishedCancelled();  // pending/running stages of a cancelled run back to "not run"
 
   int stageCount() const { return static_cast<int>(stages_.size()); }
   const verify::StageInfo& stage(int index) const { return stages_[index]; }
