@@ -67,7 +67,7 @@ const char* kStyle = R"(
   .ok { color: #2e7d32; font-weight: bold; }
   .bug { background: #fff8e1; border: 1px solid #ffb300; }
   table.diffs th { background: #eceff1; text-align: left; padding: 2px 8px; }
-  table.diffs td { padding: 2px 8px; }
+  table.diffs td { padding: 2px 8px; white-space: nowrap; }
   table.grid td { padding: 1px 6px; border: 1px solid #e0e0e0; text-align: right; font-family: monospace; }
   p.tensor { margin: 8px 0 2px 0; }
 )";
@@ -76,6 +76,9 @@ const char* kStyle = R"(
 
 CounterexamplePanel::CounterexamplePanel(QWidget* parent) : QTextBrowser(parent) {
   document()->setDefaultStyleSheet(kStyle);
+  // Break lines between words only, and never inside a cell of the differences table: a tensor name
+  // ("layers.1.attention_norm.out#0") is never split; a narrow dock scrolls sideways instead.
+  setWordWrapMode(QTextOption::WordWrap);
   setOpenLinks(false);
   showNothing(tr("Select a stage to see its verdict. Failed stages show a counterexample here."));
 }

@@ -1,6 +1,9 @@
 // Opening a plan with a bug and verifying it: the failure is red in the stage table, marked in both views,
 // and the counterexample panel shows the differing elements.
+#include <QAbstractTextDocumentLayout>
 #include <QTableView>
+#include <QTextBlock>
+#include <QTextLayout>
 
 #include "inspector_test_support.h"
 #include "ui/counterexample_panel.h"
@@ -59,6 +62,31 @@ class TestInspectorVerify : public QObject {
 
  private slots:
   void initTestCase() { isolateSettings(); }
+
+  // A narrow dock never breaks a tensor name mid-word (it was "layers.\n1.attention_norm.o\nut#0").
+  void counterexampleNamesAreNotBrokenMidWord() {
+    CounterexamplePanel panel;
+    panel.resize(160, 400);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    verify::StageInfo stage;
+    stage.id = 7;
+    verify::StageResult result;
+    result.status = solver::Status::Failed;
+    verify::CounterexampleReport cex;
+    const std::string name = "layers.1.attention_norm.out#0";
+    cex.diffs.push_back({2, name, "layers.1.attention_norm.out", {0, 3}, 1.0, 2.0, {}, {}});
+    result.counterexample = cex;
+    panel.showStage(stage, result, QString());
+    const QTextCursor hit = panel.document()->find(QString::fromStdString(name));
+    QVERIFY(!hit.isNull());
+    panel.document()->documentLayout()->documentSize();  // lays the document out
+    const QTextLayout* layout = hit.block().layout();
+    QVERIFY(layout);
+    const int at = hit.selectionStart() - hit.block().position();
+    QCOMPARE(layout->lineForTextPosition(at).lineNumber(),
+             layout->lineForTextPosition(at + static_cast<int>(name.size()) - 1).lineNumber());
+  }
 
   void fixtureWithWrongGroupFailsAndIsShown() {
     MainWindow w;
