@@ -67,6 +67,25 @@ std::string withoutMicroBatch(const std::string& name, int* microBatch) {
   return name;
 }
 
+namespace {
+
+// What must agree for two micro-batch copies of an op to be shown as one node: kind, attributes (names
+// inside them without their "#m") and the types of its values. Copies that differ (an eps changed in one
+// micro-batch) are shown apart, never folded into "the same op".
+std::string copySignature(const Graph& g, const Op& op) {
+  Json attrs = op.attrs;
+  for (auto& [key, value] : attrs.items())
+    if (value.is_string()) value = withoutMicroBatch(value.get<std::string>());
+  std::string sig = op.kind + '\x1f' + attrs.dump();
+  for (const auto* values : {&op.inputs, &op.outputs})
+    for (ValueId v : *values)
+      if (v >= 0 && v < static_cast<ValueId>(g.values.size()))
+        sig += '\x1f' + shapeString(g.values[v].type.shape) + dtypeName(g.values[v].type.dtype);
+  return sig;
+}
+
+}  // namespace
+
 int GraphModel::addNode(HierarchyNode n) {
   nodes_.push_back(std::move(n));
   int id = static_cast<int>(nodes_.size()) - 1;
@@ -113,10 +132,14 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
   // Micro-batch copies of an op or input share the element of the first copy (same name without "#m").
   std::unordered_map<std::string, int> elementOfBase;
   std::vector<int> folded;  // leaves standing for more than one micro-batch
-  auto foldedInto = [&](const std::string& name) {
+  auto foldKey = [&](const std::string& name, const Op* op, int* mb) {
+    std::string key = withoutMicroBatch(name, mb);
+    return op ? key + '\x1e' + copySignature(g, *op) : key;
+  };
+  auto foldedInto = [&](const std::string& name, const Op* op = nullptr) {
     if (!foldMicroBatches) return -1;
     int mb = -1;
-    std::string base = withoutMicroBatch(name, &mb);
+    std::string base = foldKey(name, op, &mb);
     if (mb < 0) return -1;
     auto [it, fresh] = elementOfBase.emplace(std::move(base), -1);
     if (fresh) return -1;
@@ -124,9 +147,9 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
     if (leaf.microBatches++ == 1) folded.push_back(leafOfElement_[it->second]);
     return it->second;
   };
-  auto remember = [&](const std::string& name, int element) {
+  auto remember = [&](const std::string& name, int element, const Op* op = nullptr) {
     if (!foldMicroBatches) return;
-    auto it = elementOfBase.find(withoutMicroBatch(name));
+    auto it = elementOfBase.find(foldKey(name, op, nullptr));
     if (it != elementOfBase.end() && it->second < 0) it->second = element;
   };
   auto addLeaf = [&](int group, Element e, const QString& label, const QString& detail) {
@@ -156,11 +179,11 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
         remember(name, inEl[v]);
       }
     }
-    opEl[o] = foldedInto(op.id);
+    opEl[o] = foldedInto(op.id, &op);
     if (opEl[o] < 0) {
       opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)},
                         QString::fromStdString(op.id), QString::fromStdString(op.kind));
-      remember(op.id, opEl[o]);
+      remember(op.id, opEl[o], &op);
     }
     for (ValueId v : op.inputs) {
       if (v < 0 || v >= static_cast<int>(g.values.size())) continue;

@@ -95,6 +95,35 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(mb, -1);
   }
 
+  // A fold groups only copies that are the same op: with eps changed in micro-batch 0 of layer 1 on rank 1
+  // (tv07), that rank's two norm copies are shown apart, each under its own name; elsewhere they fold.
+  void microBatchCopiesThatDifferAreShownApart() {
+    ZooRequest r;
+    r.model = "llama3-8b";
+    r.parallel = "dp=2,tp=2,pp=2,mb=2";
+    r.layers = 4;
+    r.inject = "tv07-eps@layer=1,rank=1,mb=0";
+    const Plan plan = generateFromZoo(r);
+    const GraphModel folded = GraphModel::parallel(plan, {});
+    QStringList apart;
+    int foldedNorms = 0;
+    for (int n = 0; n < folded.size(); ++n) {
+      const HierarchyNode& hn = folded.node(n);
+      if (hn.isGroup() || !hn.label.startsWith(QStringLiteral("layers.1.attention_norm.out"))) continue;
+      const Element& e = folded.element(hn.element);
+      if (hn.label.contains('#')) {
+        apart << hn.label + QStringLiteral(" on rank %1").arg(plan.devices[e.device].rank);
+        QCOMPARE(hn.microBatches, 1);
+      } else {
+        ++foldedNorms;
+      }
+    }
+    apart.sort();
+    QCOMPARE(apart, (QStringList{QStringLiteral("layers.1.attention_norm.out#0 on rank 1"),
+                                 QStringLiteral("layers.1.attention_norm.out#1 on rank 1")}));
+    QVERIFY(foldedNorms > 0);  // the other ranks holding layer 1 still fold their copies
+  }
+
   void microBatchesFoldIntoOneNodeWithCount() {
     Plan plan = microBatchedPlan();
     ParallelSelection unfoldedSel;
