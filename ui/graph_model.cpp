@@ -264,6 +264,15 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
   std::map<int, int> replicas;
   for (size_t i = 0; i < plan.devices.size(); ++i)
     if (m.representative_[i] != kNone) ++replicas[m.representative_[i]];
+  // A compact plan states a few replicas along dp and implies the others (their translates): a group stands
+  // for every replica of the mesh, not only the stated ones.
+  if (plan.replicas && dpAxis >= 0 && axisIndex(plan.mesh, plan.replicas->axis.c_str()) == dpAxis &&
+      sel.mode != ParallelSelection::Mode::Device)
+    for (auto& [rep, count] : replicas)
+      if (coordValid(plan, plan.devices[static_cast<size_t>(rep)]))
+        count = static_cast<int>(plan.mesh.shape[static_cast<size_t>(dpAxis)]);
+  for (const auto& [rep, count] : replicas)
+    m.devicesCovered_ += count;
 
   // Mesh groups: one level per non-data-parallel axis with more than one coordinate.
   std::vector<int> levels;

@@ -83,6 +83,8 @@ class GraphModel {
   int elementOfInput(int device, ValueId value) const;
   int representative(int device) const;  // kNone when the device is not shown
   const std::vector<int>& shownDevices() const { return shownDevices_; }
+  // Devices the shown ones stand for, the replicas a compact plan implies included.
+  int64_t devicesCovered() const { return devicesCovered_; }
 
   void setExpanded(int node, bool expanded);
   void expandAll();
@@ -122,6 +124,7 @@ class GraphModel {
   std::vector<std::vector<int>> opElements_, inputElements_;
   std::vector<int> representative_;  // per plan device
   std::vector<int> shownDevices_;
+  int64_t devicesCovered_ = 0;
   std::vector<GroupIdentity> identities_;
 };
 

@@ -527,13 +527,19 @@ void MainWindow::onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build) {
                       std::move(oldStages), std::move(build));
   pushStates();
   int shown = static_cast<int>(parallelModel_->shownDevices().size());
-  int covered = 0;
-  for (size_t d = 0; d < plan_->devices.size(); ++d)
-    covered += parallelModel_->representative(static_cast<int>(d)) != kNone;
+  // Devices of the plan, implied replicas of a compact plan included; each shown group counts the replicas
+  // it stands for.
+  const int64_t covered = parallelModel_->devicesCovered();
+  int64_t total = static_cast<int64_t>(plan_->devices.size());
+  if (plan_->replicas) {
+    total = 1;
+    for (int64_t extent : plan_->mesh.shape)
+      total *= extent;
+  }
   parallelHeader_->setText(
       tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
           .arg(covered)
-          .arg(plan_->devices.size())
+          .arg(total)
           .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
   // A stage selected while the hierarchy was being built is shown now.
   if (stageTable_->selectionModel()->hasSelection()) onStageRowChanged();

@@ -1,5 +1,7 @@
 // The hierarchy: scope groups, device groups with folded data-parallel replicas, folded micro-batches,
 // structurally identical groups, collapse/expand, big groups split, and search focusing a node.
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
 #include "inspector_test_support.h"
 #include "ui/zoo_dialog.h"
 
@@ -122,6 +124,27 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(apart, (QStringList{QStringLiteral("layers.1.attention_norm.out#0 on rank 1"),
                                  QStringLiteral("layers.1.attention_norm.out#1 on rank 1")}));
     QVERIFY(foldedNorms > 0);  // the other ranks holding layer 1 still fold their copies
+  }
+
+  // A compact plan states 2 of its dp=8 replicas: each shown group stands for all 8, and the view covers
+  // every device of the mesh.
+  void compactReplicaGroupsCountEveryReplica() {
+    parallel::GenerateOptions options;
+    options.compact = true;
+    const Plan plan = parallel::generatePlan(*models::findModel("llama-micro"),
+                                             parallel::parseParallel("dp=8,tp=2"), options);
+    QVERIFY(plan.replicas.has_value());
+    QVERIFY(plan.devices.size() < 16);
+    const GraphModel model = GraphModel::parallel(plan, {});
+    QCOMPARE(model.devicesCovered(), int64_t{16});
+    int groups = 0;
+    for (int n = 0; n < model.size(); ++n)
+      if (model.node(n).kind == HierarchyNode::Kind::Device) {
+        QCOMPARE(model.node(n).replicas, 8);
+        QVERIFY2(model.node(n).label.endsWith(QStringLiteral("\u00d78 dp")), qPrintable(model.node(n).label));
+        ++groups;
+      }
+    QCOMPARE(groups, 2);  // one per tp rank
   }
 
   void microBatchesFoldIntoOneNodeWithCount() {
