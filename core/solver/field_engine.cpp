@@ -128,7 +128,7 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
         num = n.sort == sym::Sort::Real ? n.value : static_cast<double>(n.ivalue);
         break;
       case sym::Kind::Var: {
-        const sym::VarInfo& v = vars[n.var];
+        const sym::VarSlot& v = vars[n.var];
         if (v.sort == sym::Sort::Real) {
           // Independent points for the two worlds: the numeric one picks the branches, the field one then
           // tests the polynomial pieces of those branches (Schwartz-Zippel holds given the branches).
@@ -291,7 +291,7 @@ std::optional<Counterexample> FieldEngine::concretise(const Problem& p, uint64_t
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     std::vector<double> x(vars.size());
     for (size_t v = 0; v < vars.size(); ++v) {
-      const sym::VarInfo& info = vars[v];
+      const sym::VarSlot& info = vars[v];
       if (info.sort != sym::Sort::Real) {
         const bool bounded = info.hi > info.lo;
         int64_t width = bounded ? info.hi - info.lo : 7;  // unbounded: small integers around 0

@@ -108,8 +108,8 @@ bool Z3Encoding::translate(const ProblemScope& scope, const std::function<bool()
         terms_[e] = constant(n);
         break;
       case sym::Kind::Var: {
-        const sym::VarInfo& v = pool_.vars()[n.var];
-        std::string name = v.name + "#" + std::to_string(n.var);
+        const sym::VarSlot& v = pool_.vars()[n.var];
+        std::string name = pool_.varName(n.var) + "#" + std::to_string(n.var);
         z3::expr x = n.sort == sym::Sort::Int    ? ctx_.int_const(name.c_str())
                      : n.sort == sym::Sort::Bool ? ctx_.bool_const(name.c_str())
                                                  : ctx_.real_const(name.c_str());

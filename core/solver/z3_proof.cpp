@@ -23,7 +23,7 @@ double toDouble(const z3::expr& v) {
 }
 
 // Inputs no obligation depends on still need a value: 0, or the nearest value of an integer's range.
-double defaultValue(const sym::VarInfo& v) {
+double defaultValue(const sym::VarSlot& v) {
   if (v.sort == sym::Sort::Int && v.hi > v.lo && (v.lo > 0 || v.hi <= 0)) return static_cast<double>(v.lo);
   return 0.0;
 }
@@ -97,7 +97,7 @@ void Z3Proof::minimise(const Run& run, z3::solver& s, const Z3Encoding& enc, std
   int checks = 0;
   for (const auto& [index, x] : enc.variables()) {
     if (checks >= options_.minimiseChecks || Clock::now() >= until || run.budget.cancelled()) break;
-    const sym::VarInfo& info = run.problem.pool.vars()[index];
+    const sym::VarSlot& info = run.problem.pool.vars()[index];
     std::vector<z3::expr> candidates;
     if (info.sort == sym::Sort::Bool) {
       candidates = {ctx.bool_val(false)};

@@ -17,7 +17,7 @@ std::string canonicalHash(const sym::Problem& pb) {
     d.mix(std::bit_cast<uint64_t>(n.value));
     d.mix(static_cast<uint64_t>(n.ivalue));
     if (n.kind == sym::Kind::Var) {
-      const sym::VarInfo& v = pool.vars()[n.var];
+      const sym::VarSlot& v = pool.vars()[n.var];
       d.mix(static_cast<uint64_t>(v.sort));
       d.mix(static_cast<uint64_t>(v.lo));
       d.mix(static_cast<uint64_t>(v.hi));

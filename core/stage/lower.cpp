@@ -23,15 +23,6 @@ std::string typeString(const TensorType& t) {
   return std::string(dtypeName(t.dtype)) + shapeString(t.shape);
 }
 
-std::string indexString(const std::vector<int64_t>& idx) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < idx.size(); ++i)
-    os << (i ? "," : "") << idx[i];
-  os << ']';
-  return os.str();
-}
-
 // Row-major iteration over the elements of a box, yielding (flat index in box, index in full tensor).
 template <class F>
 void forEachInBox(const Box& box, F&& f) {
@@ -151,17 +142,9 @@ class Lowering {
 
   // Integer elements range over `range` (unbounded: lo == hi, any integer).
   SymTensor freeTensor(const std::string& name, const TensorType& type, const ops::IntRange& range) {
-    SymTensor t{type, {}};
-    const int64_t n = numElements(type.shape);
-    t.elems.reserve(n);
     const bool isInt = isInteger(type.dtype), bounded = isInt && range.bounded && range.lo < range.hi;
-    for (int64_t i = 0; i < n; ++i) {
-      sym::VarInfo info{name + indexString(ops::unflatIndex(type.shape, i)),
-                        isInt ? sym::Sort::Int : sym::Sort::Real, bounded ? range.lo : 0,
-                        bounded ? range.hi : 0};
-      t.elems.push_back(pool_.var(std::move(info)));
-    }
-    return t;
+    return SymTensor{type, pool_.vars(name, type.shape, isInt ? sym::Sort::Int : sym::Sort::Real,
+                                      bounded ? range.lo : 0, bounded ? range.hi : 0)};
   }
 
   std::vector<ExprId> sliceBox(const SymTensor& t, const Box& given) {

@@ -29,17 +29,64 @@ const char* fnName(Fn f) {
   return "?";
 }
 
-size_t ExprPool::KeyHash::operator()(const Key& k) const {
+namespace {
+// A constant's value as bits (of its sort); other kinds carry none.
+uint64_t constBits(const Node& n) {
+  if (n.kind != Kind::Const) return 0;
+  return n.sort == Sort::Real ? std::bit_cast<uint64_t>(n.value) : static_cast<uint64_t>(n.ivalue);
+}
+
+// 32 bits: the probe position is its low bits, and a slot keeps all of it to skip most other nodes unread.
+uint32_t hashNode(const Node& n) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t x) { h = (h ^ x) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(k.kind));
-  mix(static_cast<uint64_t>(k.sort));
-  mix(static_cast<uint64_t>(k.fn));
-  mix(k.var);
-  mix(k.bits);
-  for (ExprId a : k.args)
+  mix(static_cast<uint64_t>(n.kind) | static_cast<uint64_t>(n.sort) << 8 | static_cast<uint64_t>(n.fn) << 16 |
+      static_cast<uint64_t>(n.var) << 24);
+  mix(constBits(n));
+  for (ExprId a : n.args)
     mix(a);
-  return static_cast<size_t>(h);
+  // splitmix64's finaliser: FNV leaves the low bits (the probe position) poorly mixed.
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<uint32_t>(h ^ (h >> 31));
+}
+
+bool sameNode(const Node& a, const Node& b) {
+  return a.kind == b.kind && a.sort == b.sort && a.fn == b.fn && a.var == b.var &&
+         constBits(a) == constBits(b) && a.args == b.args;
+}
+}  // namespace
+
+template <class SameNode>
+ExprId ExprPool::NodeIndex::find(uint32_t hash, SameNode same) const {
+  if (slots_.empty()) return kAbsent;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.id == kAbsent) return kAbsent;
+    if (s.hash == hash && same(s.id)) return s.id;
+  }
+}
+
+void ExprPool::NodeIndex::insert(uint32_t hash, ExprId id) {
+  if (2 * (count_ + 1) > slots_.size()) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
+    count_ = 0;
+    for (const Slot& s : old)
+      if (s.id != kAbsent) insert(s.hash, s.id);
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i].id != kAbsent)
+    i = (i + 1) & mask;
+  slots_[i] = Slot{hash, id};
+  ++count_;
+}
+
+void ExprPool::NodeIndex::insertAll(const NodeIndex& other) {
+  for (const Slot& s : other.slots_)
+    if (s.id != kAbsent) insert(s.hash, s.id);
 }
 
 ExprPool::ExprPool() {
@@ -56,29 +103,27 @@ void ExprPool::freeze() {
   }
   f->nodes.insert(f->nodes.end(), std::make_move_iterator(nodes_.begin()),
                   std::make_move_iterator(nodes_.end()));
-  f->index.merge(index_);
+  f->index.insertAll(index_);
   nodes_.clear();
-  index_.clear();
+  index_ = {};
   baseSize_ = f->nodes.size();
   base_ = std::move(f);
 }
 
 ExprId ExprPool::intern(Node n) {
-  uint64_t bits = n.sort == Sort::Real ? std::bit_cast<uint64_t>(n.value) : static_cast<uint64_t>(n.ivalue);
-  if (n.kind != Kind::Const) bits = 0;
-  Key key{n.kind, n.sort, n.fn, n.var, bits, n.args};
+  const uint32_t hash = hashNode(n);
   if (base_) {
-    auto b = base_->index.find(key);
-    if (b != base_->index.end()) return b->second;
+    ExprId b = base_->index.find(hash, [&](ExprId id) { return sameNode(base_->nodes[id], n); });
+    if (b != NodeIndex::kAbsent) return b;
   }
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
+  ExprId hit = index_.find(hash, [&](ExprId id) { return sameNode(nodes_[id - baseSize_], n); });
+  if (hit != NodeIndex::kAbsent) return hit;
   if (size() >= nodeLimit_)
     throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
   ExprId id = static_cast<ExprId>(size());
   if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
   nodes_.push_back(std::move(n));
-  index_.emplace(std::move(key), id);
+  index_.insert(hash, id);
   return id;
 }
 
@@ -102,10 +147,45 @@ ExprId ExprPool::boolean(bool b) {
 }
 
 ExprId ExprPool::var(VarInfo info) {
+  families_.push_back({std::move(info.name), {}});
   Node n{Kind::Var, info.sort};
   n.var = static_cast<uint32_t>(vars_.size());
-  vars_.push_back(std::move(info));
+  vars_.push_back({info.sort, static_cast<uint32_t>(families_.size() - 1), info.lo, info.hi});
   return intern(std::move(n));
+}
+
+std::vector<ExprId> ExprPool::vars(const std::string& name, const std::vector<int64_t>& shape, Sort sort,
+                                   int64_t lo, int64_t hi) {
+  int64_t count = 1;
+  for (int64_t e : shape)
+    count *= e;
+  families_.push_back({name, shape});
+  const auto family = static_cast<uint32_t>(families_.size() - 1);
+  std::vector<ExprId> out;
+  out.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    Node n{Kind::Var, sort};
+    n.var = static_cast<uint32_t>(vars_.size());
+    vars_.push_back({sort, family, lo, hi, i});
+    out.push_back(intern(std::move(n)));
+  }
+  return out;
+}
+
+std::string ExprPool::varName(uint32_t var) const {
+  const VarSlot& v = vars_[var];
+  const VarFamily& f = families_[v.family];
+  if (v.element < 0) return f.name;
+  std::vector<int64_t> index(f.shape.size());
+  int64_t rest = v.element;
+  for (size_t d = f.shape.size(); d-- > 0;) {
+    index[d] = rest % f.shape[d];
+    rest /= f.shape[d];
+  }
+  std::string out = f.name + "[";
+  for (size_t d = 0; d < index.size(); ++d)
+    out += (d ? "," : "") + std::to_string(index[d]);
+  return out + "]";
 }
 
 bool ExprPool::isConst(ExprId e, double v) const {
@@ -153,47 +233,53 @@ bool exactIntegerOp(bool sum, int64_t a, int64_t b, int64_t& out) {
 
 ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   Sort s = in.empty() ? Sort::Real : node(in[0]).sort;
-  // Flatten nested nodes of the same kind.
-  std::vector<ExprId> args;
-  args.reserve(in.size());
-  for (ExprId a : in) {
-    if (node(a).kind == k) {
-      for (ExprId b : node(a).args)
-        args.push_back(b);
-    } else {
-      args.push_back(a);
+  // Two atoms (the common case: x*x, a+b) need no flattening and no folding.
+  if (in.size() == 2) {
+    const Node &a = node(in[0]), &b = node(in[1]);
+    if (a.kind != k && b.kind != k && a.kind != Kind::Const && b.kind != Kind::Const) {
+      if (in[1] < in[0]) std::swap(in[0], in[1]);
+      Node n{k, s};
+      n.args = std::move(in);
+      return intern(std::move(n));
     }
   }
-  // Fold constants exactly; keep unfoldable constants as separate terms.
+  // Flatten nested nodes of the same kind, and fold constants exactly (unfoldable constants stay separate
+  // terms), in one pass.
   std::vector<ExprId> rest;
+  rest.reserve(in.size());
   std::vector<double> consts;
   std::vector<int64_t> iconsts;
-  for (ExprId a : args) {
+  auto take = [&](ExprId a) {
     const Node& n = node(a);
     if (n.kind == Kind::Const && n.sort == Sort::Int) {
-      bool merged = false;
       for (int64_t& c : iconsts) {
         int64_t r;
         if (exactIntegerOp(k == Kind::Add, c, n.ivalue, r)) {
           c = r;
-          merged = true;
-          break;
+          return;
         }
       }
-      if (!merged) iconsts.push_back(n.ivalue);
+      iconsts.push_back(n.ivalue);
     } else if (n.kind == Kind::Const && n.sort == Sort::Real) {
-      bool merged = false;
       for (double& c : consts) {
         double r;
         if ((k == Kind::Add) ? exactSum(c, n.value, r) : exactProduct(c, n.value, r)) {
           c = r;
-          merged = true;
-          break;
+          return;
         }
       }
-      if (!merged) consts.push_back(n.value);
+      consts.push_back(n.value);
     } else {
       rest.push_back(a);
+    }
+  };
+  for (ExprId a : in) {
+    const Node& n = node(a);
+    if (n.kind == k) {
+      for (ExprId b : n.args)
+        take(b);
+    } else {
+      take(a);
     }
   }
   if (k == Kind::Mul) {
@@ -375,7 +461,7 @@ std::string ExprPool::str(ExprId e, int depth) const {
       os << n.ivalue;
     return os.str();
   }
-  if (n.kind == Kind::Var) return vars_[n.var].name;
+  if (n.kind == Kind::Var) return varName(n.var);
   if (depth <= 0) return "...";
   auto join = [&](const char* sep) {
     os << '(';

@@ -8,7 +8,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace paraproof::sym {
@@ -51,10 +50,20 @@ struct Node {
   std::vector<ExprId> args = {};
 };
 
+// A free input as it is declared.
 struct VarInfo {
   std::string name;  // e.g. "x[1,0]" or "dev3:w.part0[2]"
   Sort sort;
   int64_t lo = 0, hi = 0;  // Int vars range over [lo, hi)
+};
+
+// A free input as the pool stores it: its name is built on demand (ExprPool::varName), since a stage can
+// hold millions of inputs and only a counterexample shows their names.
+struct VarSlot {
+  Sort sort;
+  uint32_t family = 0;     // the tensor it is an element of (or a single named input)
+  int64_t lo = 0, hi = 0;  // Int vars range over [lo, hi)
+  int64_t element = -1;    // row-major index in the family's shape; -1: the family's name alone
 };
 
 // Thrown when a pool would grow past its node limit (ExprPool::setNodeLimit).
@@ -77,7 +86,8 @@ class ExprPool {
   // Moves every node into a shared immutable base: copies of the pool made afterwards share it and copy only
   // the nodes added since (the end-to-end oracle copies the correct plan's pool for every mutant).
   void freeze();
-  const std::vector<VarInfo>& vars() const { return vars_; }
+  const std::vector<VarSlot>& vars() const { return vars_; }
+  std::string varName(uint32_t var) const;
 
   ExprId real(double v);
   ExprId integer(int64_t v);
@@ -85,6 +95,9 @@ class ExprPool {
   ExprId zero() const { return zero_; }
   ExprId one() const { return one_; }
   ExprId var(VarInfo info);
+  // One input per element of a tensor of `shape`, named name[i,j,...] (row-major order).
+  std::vector<ExprId> vars(const std::string& name, const std::vector<int64_t>& shape, Sort sort,
+                           int64_t lo = 0, int64_t hi = 0);
 
   ExprId add(ExprId a, ExprId b);
   ExprId add(std::vector<ExprId> terms);  // empty -> 0 (Real)
@@ -123,27 +136,38 @@ class ExprPool {
   ExprId nary(Kind k, std::vector<ExprId> args);
   ExprId extremum(Kind k, std::vector<ExprId> args);
 
-  struct Key {
-    Kind kind;
-    Sort sort;
-    Fn fn;
-    uint32_t var;
-    uint64_t bits;
-    std::vector<ExprId> args = {};
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
+  // Hash-consing index: an open-addressing set of node ids that compares against the nodes themselves, so
+  // a key is not stored twice and a lookup that hits allocates nothing (stages intern millions of terms).
+  class NodeIndex {
+   public:
+    template <class SameNode>
+    ExprId find(uint32_t hash, SameNode same) const;  // kAbsent when no id matches
+    void insert(uint32_t hash, ExprId id);
+    void insertAll(const NodeIndex& other);
+    static constexpr ExprId kAbsent = UINT32_MAX;
+
+   private:
+    struct Slot {
+      uint32_t hash = 0;  // the hash's high half: most probes of other nodes stop here
+      ExprId id = kAbsent;
+    };
+    std::vector<Slot> slots_;  // a power of two, at most half full
+    size_t count_ = 0;
   };
   struct Frozen {
     std::vector<Node> nodes;
-    std::unordered_map<Key, ExprId, KeyHash> index;
+    NodeIndex index;
   };
   std::shared_ptr<const Frozen> base_;  // nodes [0, baseSize_)
   size_t baseSize_ = 0;
   std::vector<Node> nodes_;  // nodes [baseSize_, size())
-  std::vector<VarInfo> vars_;
-  std::unordered_map<Key, ExprId, KeyHash> index_;
+  struct VarFamily {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  std::vector<VarSlot> vars_;
+  std::vector<VarFamily> families_;
+  NodeIndex index_;  // nodes_; base_ has its own
   ExprId zero_ = 0, one_ = 0;
   std::function<void()> growthCheck_;
   size_t nodeLimit_ = SIZE_MAX;
