@@ -1,5 +1,6 @@
 #include "core/sym/expr.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -51,6 +52,16 @@ uint32_t hashNode(const Node& n) {
   return static_cast<uint32_t>(h ^ (h >> 31));
 }
 
+// Probes of a large index land on random pages: with 2 MB pages they miss the TLB far less (a hint only;
+// where the kernel does not follow it nothing changes).
+void preferHugePages(void* data, size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 bool sameNode(const Node& a, const Node& b) {
   return a.kind == b.kind && a.sort == b.sort && a.fn == b.fn && a.var == b.var &&
          constBits(a) == constBits(b) && a.args == b.args;
@@ -72,6 +83,7 @@ void ExprPool::NodeIndex::insert(uint32_t hash, ExprId id) {
   if (2 * (count_ + 1) > slots_.size()) {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
+    preferHugePages(slots_.data(), slots_.size() * sizeof(Slot));
     count_ = 0;
     for (const Slot& s : old)
       if (s.id != kAbsent) insert(s.hash, s.id);
@@ -110,6 +122,18 @@ void ExprPool::freeze() {
   base_ = std::move(f);
 }
 
+ExprId ExprPool::push(Node n, uint32_t hash) {
+  if (size() >= nodeLimit_)
+    throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
+  ExprId id = static_cast<ExprId>(size());
+  if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
+  const size_t capacity = nodes_.capacity();
+  nodes_.push_back(std::move(n));
+  if (nodes_.capacity() != capacity) preferHugePages(nodes_.data(), nodes_.capacity() * sizeof(Node));
+  index_.insert(hash, id);
+  return id;
+}
+
 ExprId ExprPool::intern(Node n) {
   const uint32_t hash = hashNode(n);
   if (base_) {
@@ -118,13 +142,7 @@ ExprId ExprPool::intern(Node n) {
   }
   ExprId hit = index_.find(hash, [&](ExprId id) { return sameNode(nodes_[id - baseSize_], n); });
   if (hit != NodeIndex::kAbsent) return hit;
-  if (size() >= nodeLimit_)
-    throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
-  ExprId id = static_cast<ExprId>(size());
-  if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
-  nodes_.push_back(std::move(n));
-  index_.insert(hash, id);
-  return id;
+  return push(std::move(n), hash);
 }
 
 ExprId ExprPool::real(double v) {
@@ -151,7 +169,7 @@ ExprId ExprPool::var(VarInfo info) {
   Node n{Kind::Var, info.sort};
   n.var = static_cast<uint32_t>(vars_.size());
   vars_.push_back({info.sort, static_cast<uint32_t>(families_.size() - 1), info.lo, info.hi});
-  return intern(std::move(n));
+  return push(n, hashNode(n));  // a new input is a new node: no lookup
 }
 
 std::vector<ExprId> ExprPool::vars(const std::string& name, const std::vector<int64_t>& shape, Sort sort,
@@ -167,7 +185,7 @@ std::vector<ExprId> ExprPool::vars(const std::string& name, const std::vector<in
     Node n{Kind::Var, sort};
     n.var = static_cast<uint32_t>(vars_.size());
     vars_.push_back({sort, family, lo, hi, i});
-    out.push_back(intern(std::move(n)));
+    out.push_back(push(n, hashNode(n)));
   }
   return out;
 }

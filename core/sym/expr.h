@@ -133,6 +133,7 @@ class ExprPool {
 
  private:
   ExprId intern(Node n);
+  ExprId push(Node n, uint32_t hash);  // appends a node known to be new
   ExprId nary(Kind k, std::vector<ExprId> args);
   ExprId extremum(Kind k, std::vector<ExprId> args);
 

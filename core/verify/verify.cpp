@@ -798,8 +798,20 @@ class PointRun {
           mine.push_back(toCheck[k]);
       toCheck = std::move(mine);
     }
+    largestFirst(toCheck);
     phase("dedup");
     if (observer) observer->onStagesPlanned(rep.stages);
+  }
+
+  // Largest stages (scalar elements) first: a stage as large as the rest together then starts at once
+  // instead of last, and the workers share what is left (longest-processing-time-first scheduling).
+  void largestFirst(std::vector<int>& list) {
+    std::vector<int64_t> size(stages.size(), 0);
+    parallelFor(list.size(), opt.jobs,
+                [&](size_t k) { size[list[k]] = stage::stageElements(work(), stages[list[k]]); });
+    std::stable_sort(list.begin(), list.end(), [&](int a, int b) { return size[a] > size[b]; });
+    // A held stage (--hold-stage, for tests) goes first: it is held whatever else the run has done.
+    std::stable_partition(list.begin(), list.end(), [&](int i) { return i == opt.holdStage; });
   }
 
   void check() {
