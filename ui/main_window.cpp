@@ -39,6 +39,7 @@
 #include "ui/layout_worker.h"
 #include "ui/legend_widget.h"
 #include "ui/link_overlay.h"
+#include "ui/properties_panel.h"
 #include "ui/settings_dialog.h"
 #include "ui/stage_table.h"
 #include "ui/verification_controller.h"
@@ -263,9 +264,15 @@ void MainWindow::buildDocks() {
   cexDock->setObjectName("counterexampleDock");
   cexPanel_ = new CounterexamplePanel(cexDock);
   cexDock->setWidget(cexPanel_);
+  propsDock_ = new QDockWidget(tr("Properties"), this);
+  propsDock_->setObjectName("propertiesDock");
+  propsPanel_ = new PropertiesPanel(propsDock_);
+  propsDock_->setWidget(propsPanel_);
   addDockWidget(Qt::BottomDockWidgetArea, stageDock);
   addDockWidget(Qt::BottomDockWidgetArea, cexDock);
   splitDockWidget(stageDock, cexDock, Qt::Horizontal);
+  tabifyDockWidget(cexDock, propsDock_);
+  cexDock->raise();
   resizeDocks({stageDock, cexDock}, {820, 640}, Qt::Horizontal);
   resizeDocks({stageDock}, {300}, Qt::Vertical);
 }
@@ -448,6 +455,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   ++stagesVersion_;
   stageModel_->clear();
   cexPanel_->showNothing(tr("Run verification (F5) to check every stage."));
+  propsPanel_->clear();
   verdictLabel_->clear();
   progress_->setRange(0, 1);
   progress_->setValue(0);
@@ -773,6 +781,31 @@ void MainWindow::onStageRowChanged() {
     parallelView_->selectElements(stageMap_.parallelElements(stage));
   }
   cexPanel_->showStage(stageModel_->stage(stage), stageModel_->result(stage), bugNote());
+  const std::string op = failingOp(stageModel_->stage(stage), stageModel_->result(stage));
+  if (!op.empty()) showProperties(op, false);
+}
+
+// The device op whose value the counterexample names first (on its rank), else the stage's first op.
+std::string MainWindow::failingOp(const verify::StageInfo& stage,
+                                  const std::optional<verify::StageResult>& result) const {
+  if (!plan_) return {};
+  if (result && result->counterexample)
+    for (const verify::ElementDiff& d : result->counterexample->diffs) {
+      if (d.device == kNone) continue;
+      for (const Device& dev : plan_->devices) {
+        if (dev.rank != d.device) continue;
+        for (const Op& op : dev.graph.ops)
+          for (ValueId v : op.outputs)
+            if (dev.graph.values[static_cast<size_t>(v)].name == d.tensor) return op.id;
+      }
+    }
+  return stage.parallelOps.empty() ? std::string() : stage.parallelOps.front().op;
+}
+
+void MainWindow::showProperties(const std::string& opId, bool raise) {
+  if (!plan_) return;
+  propsPanel_->showOp(*plan_, opId);
+  if (raise) propsDock_->raise();
 }
 
 void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
@@ -781,6 +814,9 @@ void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
   parallelView_->setLinkedElements(counterparts);
   logicalView_->setLinkedElements({}, false);
   links_->setLinks(lineage_.linksFromLogical(elements));
+  if (elements.size() == 1 && logicalModel_->element(elements[0]).kind == Element::Kind::Op)
+    showProperties(plan_->logical.ops[static_cast<size_t>(logicalModel_->element(elements[0]).index)].id,
+                   true);
   if (!elements.empty())
     statusBar()->showMessage(tr("%1 selected: %2 parallel counterparts")
                                  .arg(elements.size() == 1 ? logicalModel_->elementName(elements[0])
@@ -795,6 +831,11 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
   logicalView_->setLinkedElements(origins);
   parallelView_->setLinkedElements({}, false);
   links_->setLinks(lineage_.linksFromParallel(elements));
+  if (elements.size() == 1 && parallelModel_->element(elements[0]).kind == Element::Kind::Op) {
+    const Element& e = parallelModel_->element(elements[0]);
+    showProperties(plan_->devices[static_cast<size_t>(e.device)].graph.ops[static_cast<size_t>(e.index)].id,
+                   true);
+  }
   if (!elements.empty())
     statusBar()->showMessage(tr("%1 selected: %2 logical origins")
                                  .arg(elements.size() == 1 ? parallelModel_->elementName(elements[0])

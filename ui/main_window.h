@@ -22,10 +22,12 @@ class QSplitter;
 class QTableView;
 class QAction;
 class QCheckBox;
+class QDockWidget;
 
 namespace paraproof::ui {
 
 class CounterexamplePanel;
+class PropertiesPanel;
 class GraphView;
 class LayoutWorker;
 class LinkOverlay;
@@ -71,6 +73,7 @@ class MainWindow : public QMainWindow {
   StageTableModel* stageModel() const { return stageModel_; }
   QTableView* stageTable() const { return stageTable_; }
   CounterexamplePanel* counterexamplePanel() const { return cexPanel_; }
+  PropertiesPanel* propertiesPanel() const { return propsPanel_; }
   VerificationController* controller() const { return controller_; }
 
  signals:
@@ -105,6 +108,10 @@ class MainWindow : public QMainWindow {
   void onLogicalSelection(const std::vector<int>& elements);
   void onParallelSelection(const std::vector<int>& elements);
   void onStageRowChanged();
+  // The op a selection or a failure is about, in the properties panel (raised when `raise`).
+  void showProperties(const std::string& opId, bool raise);
+  std::string failingOp(const verify::StageInfo& stage,
+                        const std::optional<verify::StageResult>& result) const;
   void openDialog();
   void openZooDialog();
   void exportView();
@@ -146,6 +153,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* stageFilter_;
   QComboBox* stateFilter_;
   CounterexamplePanel* cexPanel_;
+  PropertiesPanel* propsPanel_;
+  QDockWidget* propsDock_ = nullptr;
   QLineEdit* searchBox_;
   QProgressBar* progress_;
   QPushButton* cancelButton_;

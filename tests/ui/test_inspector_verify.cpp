@@ -1,13 +1,18 @@
 // Opening a plan with a bug and verifying it: the failure is red in the stage table, marked in both views,
 // and the counterexample panel shows the differing elements.
 #include <QAbstractTextDocumentLayout>
+#include <QDockWidget>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTextBlock>
 #include <QTextLayout>
 
 #include "inspector_test_support.h"
 #include "ui/counterexample_panel.h"
+#include "ui/op_variants.h"
+#include "ui/properties_panel.h"
 #include "ui/stage_table.h"
+#include "ui/zoo_dialog.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -86,6 +91,63 @@ class TestInspectorVerify : public QObject {
     const int at = hit.selectionStart() - hit.block().position();
     QCOMPARE(layout->lineForTextPosition(at).lineNumber(),
              layout->lineForTextPosition(at + static_cast<int>(name.size()) - 1).lineNumber());
+  }
+
+  // tv07-eps on rank 1, micro-batch 0: the norm there is its own variant, the eps row is the one that
+  // differs, and every other copy of the op stays one variant.
+  static Plan epsBugPlan() {
+    ZooRequest r;
+    r.model = "llama3-8b";
+    r.parallel = "dp=2,tp=2,pp=2,mb=2";
+    r.layers = 4;
+    r.inject = "tv07-eps@layer=1,rank=1,mb=0";
+    return generateFromZoo(r);
+  }
+
+  void propertiesSetTheDeviantCopyApart() {
+    const Plan plan = epsBugPlan();
+    const OpVariants v = opVariants(plan, "layers.1.attention_norm.out#1");
+    QCOMPARE(v.name, std::string("layers.1.attention_norm.out"));
+    QCOMPARE(v.variants.size(), size_t{2});
+    QCOMPARE(v.variants[1].instances.size(), size_t{1});
+    const OpInstance deviant = v.variants[1].instances[0];
+    QCOMPARE(plan.devices[static_cast<size_t>(deviant.device)].rank, 1);
+    QCOMPARE(deviant.microBatch, 0);
+    QCOMPARE(describeInstances(plan, v.variants[1].instances), std::string("rank 1 \u00b7 mb 0"));
+    QStringList differing;
+    for (size_t r = 0; r < v.rows.size(); ++r)
+      if (v.differs[r]) differing << QString::fromStdString(v.rows[r]);
+    QCOMPARE(differing, QStringList{QStringLiteral("eps")});
+    // A collective is the same op on every member: its group reads relative to the member.
+    const OpVariants ar = opVariants(plan, "layers.0.attention.wo.out#0/ar");
+    QVERIFY(!ar.empty());
+    QCOMPARE(ar.variants.size(), size_t{1});
+  }
+
+  void failureShowsTheFailingOpOnEveryDevice() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    w.openPlan(epsBugPlan(), "llama3-8b dp=2,tp=2,pp=2,mb=2 L4 + tv07-eps@layer=1,rank=1,mb=0");
+    QVERIFY(waitForLayouts(w));
+    const verify::Report report = verifyAndWait(w);
+    QCOMPARE(report.verdict, verify::Verdict::NotEquivalent);
+    QTRY_VERIFY(!w.propertiesPanel()->shown().empty());
+    const OpVariants& shown = w.propertiesPanel()->shown();
+    QCOMPARE(shown.name, std::string("layers.1.attention_norm.out"));
+    QCOMPARE(shown.variants.size(), size_t{2});
+    QTableWidget* table = w.propertiesPanel()->table();
+    QCOMPARE(table->columnCount(), 2);
+    int epsRow = -1;
+    for (int r = 0; r < table->rowCount(); ++r)
+      if (table->verticalHeaderItem(r)->text().endsWith(QStringLiteral("eps"))) epsRow = r;
+    QVERIFY(epsRow >= 0);
+    QVERIFY(table->verticalHeaderItem(epsRow)->font().bold());
+    QVERIFY(table->item(epsRow, 0)->text() != table->item(epsRow, 1)->text());
+    QVERIFY(table->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("rank 1 \u00b7 mb 0")));
+    qobject_cast<QDockWidget*>(w.propertiesPanel()->parentWidget())->raise();
+    QVERIFY(waitForLayouts(w));
+    saveScreenshot(w, "inspector-failure-properties");
   }
 
   void fixtureWithWrongGroupFailsAndIsShown() {
