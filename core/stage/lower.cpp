@@ -424,15 +424,21 @@ class Lowering {
                          dev.graph.values[refs[r].value].name, lin);
         }
       if (static_cast<int>(byPart.size()) == n) {
-        std::vector<ExprId> sum;
+        // One n-ary sum per element: adding the parts one at a time would re-flatten and re-sort the
+        // growing sum n times (quadratic in n for a norm summed over 128 ranks) and intern every prefix.
+        std::vector<std::vector<ExprId>> terms;
         std::string who = "sum of " + std::to_string(n) + " parts of " + tensor + " on ranks";
         for (auto& [part, refs] : byPart) {
           const auto& e = device_[refs[0].device].at(refs[0].value).elems;
-          if (sum.empty()) sum.assign(e.size(), pool_.zero());
+          if (terms.size() < e.size()) terms.resize(e.size());
           for (size_t i = 0; i < e.size(); ++i)
-            sum[i] = pool_.add(sum[i], e[i]);
+            terms[i].push_back(e[i]);
           who += " " + std::to_string(plan_.devices[refs[0].device].rank);
         }
+        std::vector<ExprId> sum;
+        sum.reserve(terms.size());
+        for (auto& t : terms)
+          sum.push_back(pool_.add(std::move(t)));
         addElementwise(sliceBox(logicalByName(tensor), box), sum, kNone, who, lin);
         continue;
       }
