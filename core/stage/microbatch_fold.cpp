@@ -1,8 +1,10 @@
 #include "core/stage/microbatch_fold.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +15,15 @@
 namespace paraproof::stage {
 
 namespace {
+
+// The entries of device d in a set ordered by device: a range, not a scan of every device's entries (which
+// made carrying a fold parameter quadratic in the devices).
+template <class Id>
+std::ranges::subrange<typename std::set<std::pair<size_t, Id>>::const_iterator> onDevice(
+    const std::set<std::pair<size_t, Id>>& s, size_t d) {
+  constexpr Id lo = std::numeric_limits<Id>::min();
+  return {s.lower_bound({d, lo}), s.lower_bound({d + 1, lo})};
+}
 
 constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
 
@@ -728,8 +739,7 @@ class MicroBatchFolder {
       if (carry && carried) {
         auto moveOps = [&](const std::set<std::pair<size_t, OpId>>& from,
                            std::set<std::pair<size_t, OpId>>& to) {
-          for (const auto& [dev, o] : from) {
-            if (dev != d) continue;
+          for (const auto& [dev, o] : onDevice(from, d)) {
             if (auto it = newOp.find(o); it != newOp.end()) to.insert({d, it->second});
             for (int j : fill)
               if (auto it = cloneOp.find({j, o}); it != cloneOp.end()) to.insert({d, it->second});
@@ -737,8 +747,7 @@ class MicroBatchFolder {
         };
         moveOps(carry->sums, carried->sums);
         moveOps(carry->averages, carried->averages);
-        for (const auto& [dev, v] : carry->varying) {
-          if (dev != d) continue;
+        for (const auto& [dev, v] : onDevice(carry->varying, d)) {
           if (newId[static_cast<size_t>(v)] != kNone)
             carried->varying.insert({d, newId[static_cast<size_t>(v)]});
           for (int j : fill)
