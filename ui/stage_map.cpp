@@ -32,6 +32,19 @@ StageMap::StageMap(const std::vector<verify::StageInfo>& stages, const GraphMode
     std::vector<int> le, pe;
     for (const std::string& op : st.logicalOps)
       if (int e = logical.elementOfOp(kNone, op); e >= 0) le.push_back(e);
+    // A communication stage has no logical op of its own: it is about the logical tensors whose lineage it
+    // checks, so a failure there marks their producers (or the graph inputs), never leaves the side green.
+    if (st.logicalOps.empty())
+      for (const std::string& tensor : st.outputs) {
+        const ValueId v = plan.logical.findValue(tensor);
+        if (v == kNone) continue;
+        const OpId producer = plan.logical.values[static_cast<size_t>(v)].producer;
+        const int e =
+            producer == kNone ? logical.elementOfInput(kNone, v) : logical.elementOfOp(kNone, producer);
+        if (e >= 0) le.push_back(e);
+      }
+    std::sort(le.begin(), le.end());
+    le.erase(std::unique(le.begin(), le.end()), le.end());
     for (const verify::ParallelOpRef& ref : st.parallelOps)
       if (int di = plan.deviceIndex(ref.rank); di != kNone)
         if (int e = parallel.elementOfOp(di, ref.op); e >= 0) pe.push_back(e);

@@ -150,6 +150,32 @@ class TestInspectorVerify : public QObject {
     saveScreenshot(w, "inspector-failure-properties");
   }
 
+  // A communication stage fails (the all-reduce of fc2 is an identity): the logical op producing the tensor
+  // its counterexample names is marked failed and selected, not left green.
+  void communicationFailureMarksTheLogicalTensor() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(w.openPlanFile(fixture("mlp_tp2_missing_allreduce.json")));
+    QVERIFY(waitForLayouts(w));
+    const verify::Report report = verifyAndWait(w);
+    QCOMPARE(report.verdict, verify::Verdict::NotEquivalent);
+    const int failing = w.firstFailingStage();
+    QCOMPARE(report.stages[static_cast<size_t>(failing)].kind, verify::StageKind::Communication);
+    QVERIFY(report.stages[static_cast<size_t>(failing)].logicalOps.empty());
+    w.selectStage(failing);
+    QVERIFY(waitForLayouts(w));
+    const GraphModel* lm = w.logicalView()->model();
+    const ValueId o = w.plan()->logical.findValue("o");
+    QVERIFY(o != kNone);
+    const int producer =
+        lm->leafOf(lm->elementOfOp(kNone, w.plan()->logical.values[static_cast<size_t>(o)].producer));
+    QTRY_COMPARE(w.logicalView()->nodeState(producer), StageState::Failed);
+    const std::vector<int> selected = w.logicalView()->selectedNodes();
+    QVERIFY(std::find(selected.begin(), selected.end(), producer) != selected.end());
+    saveScreenshot(w, "inspector-communication-failure");
+  }
+
   void fixtureWithWrongGroupFailsAndIsShown() {
     MainWindow w;
     w.resize(1600, 1000);
