@@ -210,12 +210,19 @@ class Degree {
             continue;
           }
           out = s;
-        } else if (op.attrs.contains("group")) {  // a collective: what every member contributed
-          Tracks& all = collectiveIn[inst];
-          changed = grow(all, out) || changed;
-          out = all;
-          if (t_.sums.count({d, dop.op}) || t_.averages.count({d, dop.op})) out = summed(out);
-          if (t_.averages.count({d, dop.op})) out = divided(out);
+        } else if (op.attrs.contains("group")) {
+          // A collective: output k is what every member contributed as operand k (a bucketed all-reduce
+          // has several), summed over the members for a sum, and divided again for an avg.
+          const bool sums = t_.sums.count({d, dop.op}) || t_.averages.count({d, dop.op});
+          const bool averages = t_.averages.count({d, dop.op}) > 0;
+          for (size_t k = 0; k < op.outputs.size(); ++k) {
+            Tracks& all = collectiveIn[inst + "#" + std::to_string(k)];
+            changed = grow(all, outs.size() == 1 ? out : outs[k]) || changed;
+            Tracks o = sums ? summed(all) : all;
+            if (averages) o = divided(o);
+            changed = grow(device_[{d, op.outputs[k]}], o) || changed;
+          }
+          continue;
         }
         const bool accumulates = t_.sums.count({d, dop.op}) && !op.attrs.contains("group");
         for (size_t k = 0; k < op.outputs.size(); ++k) {
