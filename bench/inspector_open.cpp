@@ -1,15 +1,18 @@
-// Opening big generated plans in the inspector (offscreen): the time MainWindow::openPlan blocks the UI
-// thread (open ms; the hierarchy itself is built on a background thread), from the open until both collapsed
-// overviews are drawn (open->view), to expand one layer group in each view (expand-L logical, expand-P
-// parallel), and the longest UI-thread stall (gap between ticks of a 5 ms timer) from the open through both
-// expansions. Median of 3 opens per plan.
+// Opening big generated plans in the inspector (offscreen): the time to a shown window (window ms: the plan
+// loads behind it), the time MainWindow::openPlan blocks the UI thread (open ms; the hierarchy itself is
+// built on a background thread), from the open until both collapsed overviews are drawn (open->view), to
+// expand one layer group in each view (expand-L logical, expand-P parallel), Expand All in both views (to
+// its first progressive paint and to its end or bound), the longest UI-thread stall (gap between ticks of a
+// 5 ms timer) from the open through Expand All, and the process's peak RSS so far. Median of 3 opens.
 //
-//   inspector_open                              # llama3-405b, full depth, two meshes
-//   inspector_open MODEL:PARALLEL[:LAYERS] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
+//   inspector_open                                       # L3 compact, llama3-405b dp=2 and pp=16
+//   inspector_open MODEL:PARALLEL[:LAYERS[:compact]] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
+#include <sys/resource.h>
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QStandardPaths>
 #include <QTimer>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,9 +35,18 @@ namespace {
 struct Case {
   std::string model, parallel;
   int layers = 0;  // 0: the model's own depth
+  bool compact = false;
 };
 
+double peakRssMb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
 struct Sample {
+  double windowMs = 0, expandAllFirstMs = 0, expandAllMs = 0;
+  int expandAllNodes = 0;  // both views, at the end of Expand All
   double hierarchyMs = 0, overviewMs = 0, expandLogicalMs = 0, expandParallelMs = 0, stallMs = 0;
   double openStallMs = 0;         // of which from the open until the overviews are drawn
   double expandLogicalDotMs = 0;  // of which Graphviz on the layout thread
@@ -92,10 +104,37 @@ double expandGroup(MainWindow& w, GraphView* view, const QString& label, StallMe
   return static_cast<double>(t.nsecsElapsed()) / 1e6;
 }
 
-Sample openOnce(MainWindow& w, const Plan& plan, StallMeter& stall) {
+// Expand All as the View menu runs it (both views), to the first progressive paint and to the end.
+void expandAll(MainWindow& w, Sample& s) {
+  QElapsedTimer t;
+  t.start();
+  double first = -1;
+  auto painted = [&] {
+    if (first < 0) first = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  };
+  const auto a = QObject::connect(w.logicalView(), &GraphView::layoutFinished, painted);
+  const auto b = QObject::connect(w.parallelView(), &GraphView::layoutFinished, painted);
+  w.logicalView()->expandAll();
+  w.parallelView()->expandAll();
+  waitForLayouts(w, 1800000);
+  s.expandAllMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  s.expandAllFirstMs = first;
+  s.expandAllNodes = w.logicalView()->visibleNodeCount() + w.parallelView()->visibleNodeCount();
+  QObject::disconnect(a);
+  QObject::disconnect(b);
+}
+
+Sample openOnce(const Plan& plan, StallMeter& stall) {
   Sample s;
   Plan copy = plan;  // openPlan takes ownership; the copy is not part of the measure
   QElapsedTimer t;
+  t.start();
+  // A fresh window each time: its layout thread has not seen (and cached) this plan's layouts.
+  MainWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  QCoreApplication::processEvents();
+  s.windowMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
   // The stall meter runs across the open itself: whatever openPlan does on the UI thread is a stall.
   stall.start();
   t.start();
@@ -112,6 +151,9 @@ Sample openOnce(MainWindow& w, const Plan& plan, StallMeter& stall) {
   s.expandLogicalDotMs = w.logicalView()->lastLayoutMilliseconds();
   s.expandLogicalNodes = w.logicalView()->visibleNodeCount();
   s.expandParallelMs = expandGroup(w, w.parallelView(), "layers.1", stall, &s.stallMs);
+  stall.start();
+  expandAll(w, s);
+  s.stallMs = std::max(s.stallMs, stall.stop());
   return s;
 }
 
@@ -128,11 +170,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: inspector_open [MODEL:PARALLEL[:LAYERS]]...\n");
       return 2;
     }
-    cases.push_back(
-        {parts[0].toStdString(), parts[1].toStdString(), parts.size() > 2 ? parts[2].toInt() : 0});
+    cases.push_back({parts[0].toStdString(), parts[1].toStdString(), parts.size() > 2 ? parts[2].toInt() : 0,
+                     parts.size() > 3 && parts[3] == "compact"});
   }
   if (cases.empty())
-    cases = {{"llama3-405b", "dp=2,tp=8,pp=8,mb=2", 0}, {"llama3-405b", "dp=1,tp=8,pp=16,mb=2", 0}};
+    cases = {{"llama3-405b", "dp=64,tp=8,pp=16,mb=16", 0, true},
+             {"llama3-405b", "dp=2,tp=8,pp=8,mb=2", 0, false},
+             {"llama3-405b", "dp=1,tp=8,pp=16,mb=2", 0, false}};
 
   std::printf("%-36s %7s %8s %9s %8s %10s %13s %11s %11s %9s\n", "plan", "layers", "ops", "devices", "gen s",
               "open ms", "open->view ms", "expand-L ms", "expand-P ms", "stall ms");
@@ -144,6 +188,7 @@ int main(int argc, char** argv) {
     }
     parallel::GenerateOptions options;
     options.layers = c.layers;
+    options.compact = c.compact;
     const auto g0 = std::chrono::steady_clock::now();
     Plan plan;
     try {
@@ -182,14 +227,14 @@ int main(int argc, char** argv) {
                   static_cast<double>(t.nsecsElapsed()) / 1e6);
     }
     StallMeter stall;
-    std::vector<double> hier, overview, expandL, expandP, stalls, openStalls, dotL;
-    int nodesL = 0, identical = 0;
+    std::vector<double> window, hier, overview, expandL, expandP, stalls, openStalls, dotL, allFirst, all;
+    int nodesL = 0, identical = 0, nodesAll = 0;
     for (int rep = 0; rep < 3; ++rep) {
-      // A fresh window each time: its layout thread has not seen (and cached) this plan's layouts.
-      MainWindow w;
-      w.resize(1600, 1000);
-      w.show();
-      Sample s = openOnce(w, plan, stall);
+      Sample s = openOnce(plan, stall);
+      window.push_back(s.windowMs);
+      allFirst.push_back(s.expandAllFirstMs);
+      all.push_back(s.expandAllMs);
+      nodesAll = s.expandAllNodes;
       hier.push_back(s.hierarchyMs);
       overview.push_back(s.overviewMs);
       expandL.push_back(s.expandLogicalMs);
@@ -200,7 +245,7 @@ int main(int argc, char** argv) {
       nodesL = s.expandLogicalNodes;
       identical = s.identicalLayers;
     }
-    const std::string name = c.model + " " + c.parallel;
+    const std::string name = c.model + " " + c.parallel + (c.compact ? " compact" : "");
     std::printf("%-36s %7d %8zu %9zu %8.1f %10.0f %13.0f %11.0f %11.0f %9.0f\n", name.c_str(),
                 c.layers ? c.layers : model->layers, ops, plan.devices.size(), genS, median(hier),
                 median(overview), median(expandL), median(expandP), median(stalls));
@@ -208,6 +253,10 @@ int main(int argc, char** argv) {
         "%-36s expanded logical view: %d nodes, Graphviz %.0f ms; layers.1 is one of %d identical groups; "
         "longest stall from the open to the overviews %.0f ms\n",
         "", nodesL, median(dotL), identical, median(openStalls));
+    std::printf(
+        "%-36s window %.0f ms; Expand All: first paint %.0f ms, end %.0f ms (%d nodes in both views); "
+        "peak RSS so far %.0f MB\n",
+        "", median(window), median(allFirst), median(all), nodesAll, peakRssMb());
     std::fflush(stdout);
   }
   return 0;

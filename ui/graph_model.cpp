@@ -7,6 +7,9 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "core/stage/fold.h"
 
 namespace paraproof::ui {
 namespace {
@@ -239,7 +242,14 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
 
   const int dpAxis = axisIndex(plan.mesh, "dp");
   const int ppAxis = axisIndex(plan.mesh, "pp");
-  // Which devices are shown, and which shown device stands for each folded data-parallel replica.
+  // Which devices are shown, and which shown device stands for each folded data-parallel replica: only a
+  // translate of its line's template folds into it (stage/fold.h reads them as the replica fold does); a
+  // deviant replica (an injected bug on rank 2) is shown apart, and replicas that are no translates at all
+  // (ZeRO shards) are each shown.
+  const stage::ReplicaTranslates translates = dpAxis >= 0 && sel.mode != ParallelSelection::Mode::Device
+                                                  ? stage::replicaTranslates(plan)
+                                                  : stage::ReplicaTranslates{};
+  std::vector<bool> deviant(plan.devices.size(), false);
   std::map<std::vector<int64_t>, int> repOfKey;
   std::vector<int> reps;
   for (size_t i = 0; i < plan.devices.size(); ++i) {
@@ -254,23 +264,45 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
     if (sel.mode == ParallelSelection::Mode::PipelineStage && ppAxis >= 0 && valid &&
         d.coord[ppAxis] != sel.value)
       continue;
-    std::vector<int64_t> key = valid ? d.coord : std::vector<int64_t>{d.rank};
-    if (valid && dpAxis >= 0) key[dpAxis] = 0;
+    const int stands = translates.templateOf.empty() ? static_cast<int>(i) : translates.templateOf[i];
+    std::vector<int64_t> key =
+        valid ? plan.devices[static_cast<size_t>(stands)].coord : std::vector<int64_t>{d.rank};
     if (!valid) key.push_back(-1);  // never folds with a valid coordinate
-    auto [it, fresh] = repOfKey.emplace(key, static_cast<int>(i));
-    if (fresh) reps.push_back(static_cast<int>(i));
+    auto [it, fresh] = repOfKey.emplace(key, stands);
+    if (fresh) reps.push_back(stands);
     m.representative_[i] = it->second;
   }
+  std::sort(reps.begin(), reps.end(), [&](int a, int b) {  // devices in coordinate order
+    return plan.devices[static_cast<size_t>(a)].rank < plan.devices[static_cast<size_t>(b)].rank;
+  });
   std::map<int, int> replicas;
   for (size_t i = 0; i < plan.devices.size(); ++i)
     if (m.representative_[i] != kNone) ++replicas[m.representative_[i]];
-  // A compact plan states a few replicas along dp and implies the others (their translates): a group stands
-  // for every replica of the mesh, not only the stated ones.
-  if (plan.replicas && dpAxis >= 0 && axisIndex(plan.mesh, plan.replicas->axis.c_str()) == dpAxis &&
-      sel.mode != ParallelSelection::Mode::Device)
-    for (auto& [rep, count] : replicas)
-      if (coordValid(plan, plan.devices[static_cast<size_t>(rep)]))
-        count = static_cast<int>(plan.mesh.shape[static_cast<size_t>(dpAxis)]);
+  // A compact plan states a few replicas along dp and implies the others (their translates): the template's
+  // group also stands for every implied replica of its line.
+  if (!translates.templateOf.empty()) {
+    struct Line {
+      int tmpl = -1;  // the device its translates fold into; -1: the line has none
+      std::vector<size_t> devices;
+    };
+    std::map<std::vector<int64_t>, Line> lines;  // by coordinate without dp
+    for (size_t i = 0; i < plan.devices.size(); ++i) {
+      if (m.representative_[i] == kNone || !coordValid(plan, plan.devices[i])) continue;
+      std::vector<int64_t> coord = plan.devices[i].coord;
+      coord[static_cast<size_t>(dpAxis)] = 0;
+      Line& line = lines[coord];
+      line.devices.push_back(i);
+      if (translates.templateOf[i] != static_cast<int>(i)) line.tmpl = translates.templateOf[i];
+    }
+    const int64_t extent = plan.mesh.shape[static_cast<size_t>(dpAxis)];
+    for (const auto& [coord, line] : lines) {
+      if (line.tmpl < 0) continue;
+      for (size_t i : line.devices)
+        deviant[i] = translates.templateOf[i] == static_cast<int>(i) && static_cast<int>(i) != line.tmpl;
+      if (plan.replicas)
+        replicas[line.tmpl] += static_cast<int>(extent - static_cast<int64_t>(line.devices.size()));
+    }
+  }
   for (const auto& [rep, count] : replicas)
     m.devicesCovered_ += count;
 
@@ -312,6 +344,10 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
     n.replicas = replicas[di];
     n.detail = coord.join(' ');
     if (n.replicas > 1) n.label += QStringLiteral("  \u00d7%1 dp").arg(n.replicas);
+    if (deviant[static_cast<size_t>(di)]) {
+      n.label += QStringLiteral("  (deviant)");
+      n.detail += QStringLiteral(" \u00b7 not the translate of its replicas");
+    }
     n.parent = parent;
     m.shownDevices_.push_back(di);
     m.addGraph(m.addNode(std::move(n)), di, d.graph, sel.foldMicroBatches);
@@ -435,6 +471,33 @@ void GraphModel::setExpanded(int node, bool expanded) {
 void GraphModel::expandAll() {
   for (auto& n : nodes_)
     if (n.isGroup()) n.expanded = true;
+}
+
+int GraphModel::expandLevel(int budget, const std::vector<int>& first, int* left) {
+  const std::unordered_set<int> preferred(first.begin(), first.end());
+  std::vector<int> groups;  // visible collapsed groups, in drawing order
+  std::vector<int> stack(nodes_[0].children.rbegin(), nodes_[0].children.rend());
+  while (!stack.empty()) {
+    const HierarchyNode& n = nodes_[stack.back()];
+    const int id = stack.back();
+    stack.pop_back();
+    if (!n.isGroup()) continue;
+    if (!n.expanded)
+      groups.push_back(id);
+    else
+      stack.insert(stack.end(), n.children.rbegin(), n.children.rend());
+  }
+  std::stable_partition(groups.begin(), groups.end(), [&](int g) { return preferred.count(g) > 0; });
+  int count = visibleNodeCount(), expanded = 0;
+  for (int g : groups) {
+    const int grow = static_cast<int>(nodes_[g].children.size()) - 1;
+    if (count + grow > budget) continue;
+    nodes_[g].expanded = true;
+    count += grow;
+    ++expanded;
+  }
+  if (left) *left = static_cast<int>(groups.size()) - expanded;
+  return expanded;
 }
 
 void GraphModel::collapseAll() {

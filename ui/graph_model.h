@@ -87,8 +87,12 @@ class GraphModel {
   int64_t devicesCovered() const { return devicesCovered_; }
 
   void setExpanded(int node, bool expanded);
-  void expandAll();
+  void expandAll();  // every group: for small models only (GraphView expands large ones progressively)
   void collapseAll();
+  // One step of a progressive Expand All: expands the visible collapsed groups, those in `first` before the
+  // rest, while the visible count stays within `budget`. Returns how many it expanded; `left` receives how
+  // many visible collapsed groups remain (0: everything is expanded).
+  int expandLevel(int budget, const std::vector<int>& first, int* left);
   void reveal(int node);        // expands every ancestor so the node is visible
   void autoExpand(int budget);  // expands groups breadth-first while the visible count stays within budget
   int visibleNodeOf(int node) const;  // the node itself or its outermost collapsed ancestor

@@ -20,6 +20,7 @@ namespace paraproof::ui {
 namespace {
 
 constexpr double kMinScale = 0.02, kMaxScale = 6, kFitMaxScale = 1.25;
+constexpr double kReadableScale = 0.9;  // a node's label reads at this zoom
 
 NodeItem::Look lookOf(const GraphModel& m, int node) {
   const HierarchyNode& n = m.node(node);
@@ -67,6 +68,7 @@ void GraphView::setPlaceholder(const QString& text) {
 
 void GraphView::setModel(std::shared_ptr<GraphModel> model) {
   model_ = std::move(model);
+  expanding_ = false;
   elementStates_.clear();
   selectedElements_.clear();
   linkedElements_.clear();
@@ -129,6 +131,7 @@ void GraphView::onLayout(const LayoutResult& r) {
   edgeItems_.clear();
   programmatic_ = false;
   if (!r.error.isEmpty()) {
+    expanding_ = false;
     emit statusMessage(r.error);
     emit layoutFinished();
     return;
@@ -190,6 +193,9 @@ void GraphView::onLayout(const LayoutResult& r) {
   else if (centerOnLinks_)
     centerOnNodes(visibleNodesFor(linkedElements_));
   centerOnSelection_ = centerOnLinks_ = false;
+  if (focusElement_ >= 0 && focusElement_ < static_cast<int>(model_->elements().size()))
+    zoomOnto(model_->visibleNodeOf(model_->leafOf(focusElement_)));
+  focusElement_ = -1;
   emit statusMessage(r.reused
                          ? QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges (same structure as "
                                           "an earlier layout: reused)")
@@ -202,6 +208,7 @@ void GraphView::onLayout(const LayoutResult& r) {
                                .arg(r.edges.size())
                                .arg(r.milliseconds, 0, 'f', 0));
   emit layoutFinished();
+  if (expanding_) QTimer::singleShot(0, this, &GraphView::expandStep);  // the next level, once this one shows
 }
 
 void GraphView::setElementStates(std::vector<StageState> states) {
@@ -312,10 +319,41 @@ void GraphView::onSceneSelectionChanged() {
 
 void GraphView::focusNode(int node) {
   if (!model_ || node < 0 || node >= model_->size()) return;
+  expanding_ = false;
   model_->reveal(node);
   selectedElements_ = model_->elementsUnder(node);
   centerOnSelection_ = true;
   relayout(node);
+}
+
+void GraphView::bringIntoView(const std::vector<int>& elements, int focus) {
+  if (!model_ || focus < 0 || focus >= static_cast<int>(model_->elements().size())) {
+    selectElements(elements);
+    return;
+  }
+  expanding_ = false;
+  selectedElements_ = elements;
+  const int leaf = model_->leafOf(focus);
+  if (!model_->isVisible(leaf)) {
+    model_->reveal(leaf);
+    focusElement_ = focus;
+    relayout();
+    return;
+  }
+  if (pending_) {  // the layout under way shows it
+    focusElement_ = focus;
+    return;
+  }
+  applySelection(false);
+  zoomOnto(leaf);
+}
+
+void GraphView::zoomOnto(int node) {
+  auto it = nodeItems_.find(node);
+  if (it == nodeItems_.end()) return;
+  if (transform().m11() < kReadableScale) setTransform(QTransform::fromScale(kReadableScale, kReadableScale));
+  centerOn(it->second->sceneBoundingRect().center());
+  emit viewportMoved();
 }
 
 void GraphView::centerOnNodes(const std::vector<int>& nodes) {
@@ -346,19 +384,43 @@ QRectF GraphView::nodeSceneRect(int node) const {
 
 void GraphView::toggle(int node) {
   if (!model_ || node <= 0 || node >= model_->size() || !model_->node(node).isGroup()) return;
+  expanding_ = false;
   model_->setExpanded(node, !model_->node(node).expanded);
   relayout(node);
 }
 
 void GraphView::expandAll() {
   if (!model_) return;
-  model_->expandAll();
-  fitOnNextLayout_ = true;
-  relayout();
+  expanding_ = true;
+  expandStep();
+}
+
+void GraphView::expandStep() {
+  if (!expanding_ || !model_) return;
+  std::vector<int> inSight;
+  const QRectF sight = mapToScene(viewport()->rect()).boundingRect();
+  for (const auto& [node, item] : nodeItems_)
+    if (item->look() == NodeItem::Look::Group && sight.intersects(item->sceneBoundingRect()))
+      inSight.push_back(node);
+  std::sort(inSight.begin(), inSight.end());  // the map's order is not stable from run to run
+  int left = 0;
+  if (model_->expandLevel(kExpandBound, inSight, &left) > 0) {
+    fitOnNextLayout_ = true;
+    relayout();
+    return;
+  }
+  expanding_ = false;
+  emit statusMessage(left == 0
+                         ? tr("Expanded all: %1 nodes").arg(visibleNodeCount())
+                         : tr("Expand All stopped at %1 nodes, its bound; %2 groups stay collapsed: open "
+                              "them one by one, or show one pipeline stage or device")
+                               .arg(visibleNodeCount())
+                               .arg(left));
 }
 
 void GraphView::collapseAll() {
   if (!model_) return;
+  expanding_ = false;
   model_->collapseAll();
   fitOnNextLayout_ = true;
   relayout();

@@ -4,14 +4,13 @@
 #include <QCommandLineParser>
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
-#include <QMessageBox>
 #include <QPixmap>
 #include <QTextStream>
 #include <QTimer>
 #include <cstdio>
 
-#include "core/plan/torch_import.h"
 #include "core/verify/report.h"
 #include "ui/main_window.h"
 #include "ui/verification_controller.h"
@@ -20,7 +19,8 @@
 namespace paraproof::ui {
 namespace {
 
-void printError(const QString& text) {
+// Errors and, in batch runs, timings: on stderr, so stdout keeps the report alone.
+void printLine(const QString& text) {
   QTextStream err(stderr);
   err << "paraproof-inspector: " << text << Qt::endl;
 }
@@ -50,9 +50,12 @@ int runHeadless(MainWindow& window, bool verify, const QString& screenshot) {
       report = r;
       done = true;
     });
+    QElapsedTimer clock;
+    clock.start();
     window.runVerification();
     while (!done)
       QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    printLine(QStringLiteral("verified in %1 s").arg(clock.elapsed() / 1000.0, 0, 'f', 2));
     code = verify::exitCode(report.verdict);
     QTextStream out(stdout);
     out << QString::fromStdString(verify::reportToText(report)) << Qt::flush;
@@ -64,7 +67,7 @@ int runHeadless(MainWindow& window, bool verify, const QString& screenshot) {
     QFileInfo info(screenshot);
     QDir().mkpath(info.absolutePath());
     if (!window.grab().save(screenshot)) {
-      printError(QStringLiteral("cannot write screenshot %1").arg(screenshot));
+      printLine(QStringLiteral("cannot write screenshot %1").arg(screenshot));
       return 2;
     }
   }
@@ -110,58 +113,47 @@ int runInspector(int argc, char** argv) {
 
   const QStringList args = parser.positionalArguments();
   if (args.size() > 1 || (!args.isEmpty() && parser.isSet(modelOpt))) {
-    printError("expected one plan file or --model, not both");
+    printLine("expected one plan file or --model, not both");
     return 2;
   }
+  const bool batch = headless || parser.isSet(verifyOpt);
+  if (batch && args.isEmpty() && !parser.isSet(modelOpt)) {
+    printLine("--verify and --screenshot need a plan");
+    return 2;
+  }
+  // Loading, importing or generating takes seconds on a frontier plan: it runs in the background behind the
+  // window shown above. An interactive failure gets a dialog; a batch run waits here and exits 2.
+  QString error;
+  bool settled = false;
+  QObject::connect(&window, &MainWindow::planOpened, &window, [&settled] { settled = true; });
+  QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& e) {
+    error = e;
+    settled = true;
+  });
   if (parser.isSet(modelOpt)) {
     ZooRequest request;
     request.model = parser.value(modelOpt);
     request.parallel = parser.value(parallelOpt);
     request.layers = parser.value(layersOpt).toInt();
     request.inject = parser.value(injectOpt);
-    try {
-      window.openPlan(generateFromZoo(request), describe(request));
-    } catch (const std::exception& e) {
-      printError(QString::fromUtf8(e.what()));
-      if (headless || parser.isSet(verifyOpt)) return 2;
-      QMessageBox::warning(&window, QObject::tr("Cannot generate plan"), QString::fromUtf8(e.what()));
-    }
-  } else if (!args.isEmpty() && isTorchScript(args[0].toStdString())) {
-    // The import takes seconds (a Python child): in the background, the window already up. Headless runs
-    // wait for it here; an interactive one gets the dialog.
-    const bool batch = headless || parser.isSet(verifyOpt);
-    if (!batch) {
-      window.openPlanFileInBackground(args[0]);
-    } else {
-      bool done = false;
-      QString error;
-      const QMetaObject::Connection opened =
-          QObject::connect(&window, &MainWindow::planOpened, &window, [&done] { done = true; });
-      const QMetaObject::Connection failed =
-          QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& e) {
-            error = e;
-            done = true;
-          });
-      window.openPlanFileInBackground(args[0], /*dialogOnError=*/false);
-      while (!done)
-        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
-      QObject::disconnect(opened);
-      QObject::disconnect(failed);
-      if (!error.isEmpty()) {
-        printError(error);
-        return 2;
-      }
-    }
+    window.generatePlanInBackground(request, !batch);
   } else if (!args.isEmpty()) {
-    QString error;
-    if (!window.openPlanFile(args[0], &error)) {
-      printError(error);
-      if (headless || parser.isSet(verifyOpt)) return 2;
-      QMessageBox::warning(&window, QObject::tr("Cannot open plan"), error);
+    window.openPlanFileInBackground(args[0], !batch);
+  }
+  if (batch) {
+    QElapsedTimer clock;
+    clock.start();
+    while (!settled)
+      QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+    if (!error.isEmpty()) {
+      printLine(error);
+      return 2;
     }
-  } else if (headless || parser.isSet(verifyOpt)) {
-    printError("--verify and --screenshot need a plan");
-    return 2;
+    const qint64 opened = clock.elapsed();
+    waitForLayouts(window);
+    printLine(QStringLiteral("plan opened in %1 s, both overviews laid out at %2 s")
+                  .arg(opened / 1000.0, 0, 'f', 2)
+                  .arg(clock.elapsed() / 1000.0, 0, 'f', 2));
   }
   if (headless) return runHeadless(window, parser.isSet(verifyOpt), screenshot);
   if (parser.isSet(verifyOpt)) QTimer::singleShot(0, &window, [&window] { window.runVerification(); });

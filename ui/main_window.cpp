@@ -408,37 +408,64 @@ bool MainWindow::openPlanFile(const QString& path, QString* error) {
 }
 
 void MainWindow::openPlanFileInBackground(const QString& path, bool dialogOnError) {
+  const bool script = isScript(path);
+  openInBackground(
+      [path](QString* error) { return tryLoadPlan(path, error); }, path,
+      script ? tr("Importing %1 with PyTorch\u2026").arg(path) : tr("Loading %1\u2026").arg(path),
+      script ? tr("Cannot import script") : tr("Cannot open plan"), dialogOnError);
+}
+
+void MainWindow::generatePlanInBackground(const ZooRequest& request, bool dialogOnError) {
+  openInBackground(
+      [request](QString* error) -> std::shared_ptr<Plan> {
+        try {
+          return std::make_shared<Plan>(generateFromZoo(request));
+        } catch (const std::exception& e) {
+          *error = QString::fromUtf8(e.what());
+          return nullptr;
+        }
+      },
+      describe(request), tr("Generating %1\u2026").arg(describe(request)), tr("Cannot generate plan"),
+      dialogOnError);
+}
+
+void MainWindow::openInBackground(PlanSource load, const QString& source, const QString& busy,
+                                  const QString& failure, bool dialogOnError) {
   const uint64_t generation = ++loadGeneration_;
   loading_ = true;
-  const bool script = isScript(path);
-  statusBar()->showMessage(script ? tr("Importing %1 with PyTorch\u2026").arg(path)
-                                  : tr("Loading %1\u2026").arg(path));
+  statusBar()->showMessage(busy);
+  progress_->setRange(0, 0);  // busy until the plan is there
+  if (!plan_) {
+    logicalView_->setPlaceholder(busy);
+    parallelView_->setPlaceholder(busy);
+  }
   struct Loaded {
     std::shared_ptr<Plan> plan;
     QString error;
   };
-  QtConcurrent::run([path] {
+  QtConcurrent::run([load = std::move(load)] {
     Loaded l;
-    l.plan = tryLoadPlan(path, &l.error);
+    l.plan = load(&l.error);
     return l;
-  }).then(this, [this, generation, path, script, dialogOnError](Loaded loaded) {
+  }).then(this, [this, generation, source, failure, dialogOnError](Loaded loaded) {
     if (generation != loadGeneration_) {  // another plan was opened meanwhile
       destroyInBackground(std::move(loaded.plan));
       return;
     }
     loading_ = false;
     if (!loaded.plan) {
+      progress_->setRange(0, 1);
+      if (!plan_) {
+        logicalView_->setPlaceholder(failure);
+        parallelView_->setPlaceholder(QString());
+      }
       // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
-      const QString first = loaded.error.section('\n', 0, 0);
-      statusBar()->showMessage(script ? tr("Could not import %1: %2").arg(QFileInfo(path).fileName(), first)
-                                      : tr("Could not open %1").arg(path));
+      statusBar()->showMessage(tr("%1: %2").arg(failure, loaded.error.section('\n', 0, 0)));
       emit openFailed(loaded.error);
-      if (dialogOnError)
-        QMessageBox::warning(this, script ? tr("Cannot import script") : tr("Cannot open plan"),
-                             loaded.error);
+      if (dialogOnError) QMessageBox::warning(this, failure, loaded.error);
       return;
     }
-    openPlan(std::move(*loaded.plan), path);
+    openPlan(std::move(*loaded.plan), source);
     destroyInBackground(std::move(loaded.plan));  // the moved-from shell
   });
 }
@@ -754,52 +781,69 @@ void MainWindow::selectStage(int stageIndex) {
   if (stageIndex < 0 || stageIndex >= stageModel_->stageCount()) return;
   QModelIndex proxyIndex = stageProxy_->mapFromSource(stageModel_->index(stageIndex, 0));
   if (proxyIndex.isValid()) {
+    // Selecting the row shows the stage through onStageRowChanged.
     stageTable_->selectionModel()->select(proxyIndex,
                                           QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     stageTable_->scrollTo(proxyIndex);
   }
-  // Selecting the row calls back here through onStageRowChanged; filtered-out rows are focused directly.
-  if (stageIndex < stageMap_.stageCount()) {
-    logicalView_->setLinkedElements({}, false);
-    parallelView_->setLinkedElements({}, false);
-    links_->clear();
-    logicalView_->selectElements(stageMap_.logicalElements(stageIndex));
-    parallelView_->selectElements(stageMap_.parallelElements(stageIndex));
-  }
-  cexPanel_->showStage(stageModel_->stage(stageIndex), stageModel_->result(stageIndex), bugNote());
+  showStage(stageIndex);  // a filtered-out row is shown directly
 }
 
 void MainWindow::onStageRowChanged() {
   QModelIndexList rows = stageTable_->selectionModel()->selectedRows();
   if (rows.isEmpty()) return;
-  int stage = rows.first().data(StageTableModel::kStageIndexRole).toInt();
-  if (stage < stageMap_.stageCount()) {
+  showStage(rows.first().data(StageTableModel::kStageIndexRole).toInt());
+}
+
+// Both views select the stage's ops and take you to the op the failure names (its groups opened, centred at
+// a readable zoom); the counterexample and properties docks show it.
+void MainWindow::showStage(int stage) {
+  const verify::StageInfo& info = stageModel_->stage(stage);
+  const std::optional<verify::StageResult> result = stageModel_->result(stage);
+  const StageFocus focus = stageFocus(info, result);
+  if (stage < stageMap_.stageCount() && logicalModel_ && parallelModel_) {
     logicalView_->setLinkedElements({}, false);
     parallelView_->setLinkedElements({}, false);
     links_->clear();
-    logicalView_->selectElements(stageMap_.logicalElements(stage));
-    parallelView_->selectElements(stageMap_.parallelElements(stage));
+    const int logicalFocus =
+        focus.logicalOp.empty() ? -1 : logicalModel_->elementOfOp(kNone, focus.logicalOp);
+    const int parallelFocus =
+        focus.device == kNone ? -1 : parallelModel_->elementOfOp(focus.device, focus.parallelOp);
+    logicalView_->bringIntoView(stageMap_.logicalElements(stage), logicalFocus);
+    parallelView_->bringIntoView(stageMap_.parallelElements(stage), parallelFocus);
   }
-  cexPanel_->showStage(stageModel_->stage(stage), stageModel_->result(stage), bugNote());
-  const std::string op = failingOp(stageModel_->stage(stage), stageModel_->result(stage));
-  if (!op.empty()) showProperties(op, false);
+  cexPanel_->showStage(info, result, bugNote());
+  if (!focus.parallelOp.empty()) showProperties(focus.parallelOp, false);
 }
 
-// The device op whose value the counterexample names first (on its rank), else the stage's first op.
-std::string MainWindow::failingOp(const verify::StageInfo& stage,
-                                  const std::optional<verify::StageResult>& result) const {
-  if (!plan_) return {};
+// The device op whose value the counterexample names first (on its rank), else the stage's first op; the
+// logical op producing the logical tensor it names, else the stage's first logical op.
+MainWindow::StageFocus MainWindow::stageFocus(const verify::StageInfo& stage,
+                                              const std::optional<verify::StageResult>& result) const {
+  StageFocus f;
+  if (!plan_) return f;
+  auto producerOf = [](const Graph& g, const std::string& tensor) -> std::string {
+    for (const Op& op : g.ops)
+      for (ValueId v : op.outputs)
+        if (g.values[static_cast<size_t>(v)].name == tensor) return op.id;
+    return {};
+  };
   if (result && result->counterexample)
     for (const verify::ElementDiff& d : result->counterexample->diffs) {
-      if (d.device == kNone) continue;
-      for (const Device& dev : plan_->devices) {
-        if (dev.rank != d.device) continue;
-        for (const Op& op : dev.graph.ops)
-          for (ValueId v : op.outputs)
-            if (dev.graph.values[static_cast<size_t>(v)].name == d.tensor) return op.id;
-      }
+      if (f.logicalOp.empty() && !d.logicalTensor.empty())
+        f.logicalOp = producerOf(plan_->logical, d.logicalTensor);
+      if (!f.parallelOp.empty() || d.device == kNone) continue;
+      const int index = plan_->deviceIndex(d.device);
+      if (index == kNone) continue;
+      f.parallelOp = producerOf(plan_->devices[static_cast<size_t>(index)].graph, d.tensor);
+      if (!f.parallelOp.empty()) f.device = index;
     }
-  return stage.parallelOps.empty() ? std::string() : stage.parallelOps.front().op;
+  if (f.parallelOp.empty() && !stage.parallelOps.empty()) {
+    f.parallelOp = stage.parallelOps.front().op;
+    f.device = plan_->deviceIndex(stage.parallelOps.front().rank);
+  }
+  if (f.logicalOp.empty() && !stage.logicalOps.empty()) f.logicalOp = stage.logicalOps.front();
+  return f;
 }
 
 void MainWindow::showProperties(const std::string& opId, bool raise) {

@@ -3,6 +3,7 @@
 
 #include <QMainWindow>
 #include <QTimer>
+#include <functional>
 #include <memory>
 
 #include "core/plan/plan.h"
@@ -34,6 +35,7 @@ class LinkOverlay;
 class StageFilterProxy;
 class StageTableModel;
 class VerificationController;
+struct ZooRequest;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -47,6 +49,8 @@ class MainWindow : public QMainWindow {
   // Loads the plan, or imports the SCRIPT.py, on a background thread, then opens it; a failure is shown in
   // the status bar, emitted as openFailed and, with `dialogOnError`, reported in a message box.
   void openPlanFileInBackground(const QString& path, bool dialogOnError = true);
+  // Generates a zoo plan on a background thread, then opens it; failures as for openPlanFileInBackground.
+  void generatePlanInBackground(const ZooRequest& request, bool dialogOnError = true);
   // Shows the plan: its hierarchies are built on a background thread (hierarchyPending() until then), then
   // laid out. Opening another plan meanwhile drops the stale build.
   void openPlan(Plan plan, const QString& source);
@@ -89,6 +93,11 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* event) override;
 
  private:
+  // Runs `load` on a pool thread behind the shown window (views and progress bar say what is happening),
+  // then opens its plan; a newer open drops it. `what` names the source in messages.
+  using PlanSource = std::function<std::shared_ptr<Plan>(QString* error)>;
+  void openInBackground(PlanSource load, const QString& source, const QString& busy, const QString& failure,
+                        bool dialogOnError);
   void buildActions();
   void buildCentral();
   void buildDocks();
@@ -108,9 +117,15 @@ class MainWindow : public QMainWindow {
   void onLogicalSelection(const std::vector<int>& elements);
   void onParallelSelection(const std::vector<int>& elements);
   void onStageRowChanged();
+  void showStage(int stage);
   // The op a selection or a failure is about, in the properties panel (raised when `raise`).
   void showProperties(const std::string& opId, bool raise);
-  std::string failingOp(const verify::StageInfo& stage,
+  struct StageFocus {
+    int device = kNone;      // device index of parallelOp
+    std::string parallelOp;  // the op whose value the counterexample names first
+    std::string logicalOp;
+  };
+  StageFocus stageFocus(const verify::StageInfo& stage,
                         const std::optional<verify::StageResult>& result) const;
   void openDialog();
   void openZooDialog();

@@ -49,6 +49,23 @@ class Folder {
     return p;
   }
 
+  // Line by line: a line whose replicas are no translates (its template pair differs: a bug on one of two
+  // replicas) stands for nothing but itself, the other lines still fold.
+  ReplicaTranslates translates() {
+    ReplicaTranslates out;
+    if (!indexDevices(out.why)) return out;
+    out.templateOf.resize(plan_.devices.size());
+    for (Line& l : lines_) {
+      std::string why;
+      const bool learnt = learnLine(l, why);
+      if (!learnt && out.why.empty()) out.why = why;
+      for (const auto& [k, d] : l.byCoord)
+        out.templateOf[static_cast<size_t>(d)] =
+            !learnt || std::count(l.deviants.begin(), l.deviants.end(), k) ? d : l.byCoord.at(l.base);
+    }
+    return out;
+  }
+
   FoldedPlan run(int point) {
     FoldedPlan out;
     std::string why;
@@ -200,31 +217,34 @@ class Folder {
   // Learns each line's steps from a template pair and checks every other replica against it; a replica
   // that is not the translate of the template is a deviant, kept as it is.
   bool learnLines(std::string& why) {
-    for (Line& l : lines_) {
-      std::optional<Line> best;
-      std::vector<std::pair<int64_t, int64_t>> pairs{{0, 1}, {n_ - 2, n_ - 1}};
-      if (compact_) pairs = {{plan_.replicas->from, plan_.replicas->to}};
-      for (auto [b, c] : pairs) {
-        Line trial;
-        trial.byCoord = l.byCoord;
-        trial.base = b;
-        trial.next = c;
-        if (!compare(device(l, b), device(l, c), b, c, &trial.steps, why)) continue;
-        for (const auto& [k, d] : l.byCoord)
-          if (k != b && k != c && !compare(device(l, b), device(l, k), b, k, &trial.steps, why, false))
-            trial.deviants.push_back(k);
-        if (!best || trial.deviants.size() < best->deviants.size()) best = std::move(trial);
-        if (best->deviants.size() <= 1) break;
-      }
-      if (!best) return false;  // `why` says where the template pair differs
-      if (!compact_ && static_cast<int64_t>(best->deviants.size()) * 2 >= n_) {
-        why = "most replicas differ from each other";
-        return false;
-      }
-      l = std::move(*best);
-      if (!checkSteps(l, why)) return false;
-    }
+    for (Line& l : lines_)
+      if (!learnLine(l, why)) return false;
     return true;
+  }
+
+  bool learnLine(Line& l, std::string& why) {
+    std::optional<Line> best;
+    std::vector<std::pair<int64_t, int64_t>> pairs{{0, 1}, {n_ - 2, n_ - 1}};
+    if (compact_) pairs = {{plan_.replicas->from, plan_.replicas->to}};
+    for (auto [b, c] : pairs) {
+      Line trial;
+      trial.byCoord = l.byCoord;
+      trial.base = b;
+      trial.next = c;
+      if (!compare(device(l, b), device(l, c), b, c, &trial.steps, why)) continue;
+      for (const auto& [k, d] : l.byCoord)
+        if (k != b && k != c && !compare(device(l, b), device(l, k), b, k, &trial.steps, why, false))
+          trial.deviants.push_back(k);
+      if (!best || trial.deviants.size() < best->deviants.size()) best = std::move(trial);
+      if (best->deviants.size() <= 1) break;
+    }
+    if (!best) return false;  // `why` says where the template pair differs
+    if (!compact_ && static_cast<int64_t>(best->deviants.size()) * 2 >= n_) {
+      why = "most replicas differ from each other";
+      return false;
+    }
+    l = std::move(*best);
+    return checkSteps(l, why);
   }
 
   // A lineage offset that advances along the axis must tile a logical dimension (n blocks of its step);
@@ -585,6 +605,15 @@ Plan expandReplicas(const Plan& plan) {
   const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), plan.replicas->axis);
   if (it == plan.mesh.axes.end()) throw std::invalid_argument("replicas: axis is not an axis of the mesh");
   return Folder(plan, static_cast<size_t>(it - plan.mesh.axes.begin())).expand();
+}
+
+ReplicaTranslates replicaTranslates(const Plan& plan, const std::string& requested) {
+  const std::string& axis = plan.replicas ? plan.replicas->axis : requested;
+  const auto it = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), axis);
+  const size_t a = static_cast<size_t>(it - plan.mesh.axes.begin());
+  if (it == plan.mesh.axes.end() || a >= plan.mesh.shape.size() || plan.mesh.shape[a] < 2)
+    return {{}, "the mesh has no " + axis + " axis of two or more replicas"};
+  return Folder(plan, a).translates();
 }
 
 FoldedPlan foldReplicas(const Plan& plan, const std::string& requested, int point) {

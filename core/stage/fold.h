@@ -49,4 +49,15 @@ FoldedPlan foldReplicas(const Plan& plan, const std::string& axis = "dp", int po
 // template replicas differ in more than offsets and partners, a partial replica, ranks not row-major).
 Plan expandReplicas(const Plan& plan);
 
+// Which stated replicas are translates of their line's template, as the fold reads them: a view may show a
+// translate as its template ("rank 0 x64 dp") and must show a deviant apart. `templateOf[d]` is the device
+// index d stands for (d itself for a template, a deviant, or any replica of a line that has no translates:
+// ZeRO shards, a bug on one of two replicas); empty when the devices have no mesh lines at all. `why` says
+// why the first line without translates has none.
+struct ReplicaTranslates {
+  std::vector<int> templateOf;  // by device index of the plan
+  std::string why;
+};
+ReplicaTranslates replicaTranslates(const Plan& plan, const std::string& axis = "dp");
+
 }  // namespace paraproof::stage

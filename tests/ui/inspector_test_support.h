@@ -2,10 +2,12 @@
 #pragma once
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QGraphicsView>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTest>
+#include <QTimer>
 
 #include "core/plan/json_io.h"
 #include "ui/graph_view.h"
@@ -13,6 +15,29 @@
 #include "ui/main_window.h"
 
 namespace paraproof::ui::testing {
+
+// Ticks every 2 ms on the UI thread; the longest gap between ticks is how long the UI froze.
+class TickMeter {
+ public:
+  TickMeter() {
+    QObject::connect(&timer_, &QTimer::timeout, [this] {
+      longest_ = std::max(longest_, clock_.restart());
+      ++ticks_;
+    });
+    timer_.setTimerType(Qt::PreciseTimer);
+    timer_.setInterval(2);
+    clock_.start();
+    timer_.start();
+  }
+  int ticks() const { return ticks_; }
+  qint64 longestGapMs() const { return std::max(longest_, clock_.elapsed()); }
+
+ private:
+  QTimer timer_;
+  QElapsedTimer clock_;
+  qint64 longest_ = 0;
+  int ticks_ = 0;
+};
 
 inline QString fixture(const char* name) {
   return QStringLiteral(PARAPROOF_FIXTURES "/plans/") + name;

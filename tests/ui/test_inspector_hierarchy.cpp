@@ -147,6 +147,42 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(groups, 2);  // one per tp rank
   }
 
+  // A replica that is not the translate of its line (an eps changed on rank 5, compact plan of dp=8) is shown
+  // apart and labelled, its line's translates still fold, and every device of the mesh is counted once. On
+  // two replicas nothing says which one deviates: both are shown.
+  void aDeviantReplicaIsShownApart() {
+    for (const bool compact : {true, false}) {
+      parallel::GenerateOptions options;
+      options.compact = compact;
+      options.inject = "tv07-eps@layer=0,rank=5";
+      const Plan plan = parallel::generatePlan(*models::findModel("llama-micro"),
+                                               parallel::parseParallel("dp=8,tp=2"), options);
+      const GraphModel model = GraphModel::parallel(plan, {});
+      QCOMPARE(model.devicesCovered(), int64_t{16});
+      const int five = plan.deviceIndex(5);
+      QCOMPARE(model.representative(five), five);
+      std::map<QString, int> replicasOf;
+      for (int n = 0; n < model.size(); ++n)
+        if (model.node(n).kind == HierarchyNode::Kind::Device)
+          replicasOf[model.node(n).label] = model.node(n).replicas;
+      QCOMPARE(replicasOf.size(), size_t{3});
+      QCOMPARE(replicasOf.count(QStringLiteral("rank 5  (deviant)")), size_t{1});
+      QCOMPARE(replicasOf[QStringLiteral("rank 5  (deviant)")], 1);
+      int sum = 0;
+      for (const auto& [label, count] : replicasOf)
+        sum += count;
+      QCOMPARE(sum, 16);
+    }
+    ZooRequest two;
+    two.model = "llama3-8b";
+    two.parallel = "dp=2,tp=2";
+    two.inject = "tv07-eps@layer=1,rank=1";
+    const Plan plan = generateFromZoo(two);
+    const GraphModel model = GraphModel::parallel(plan, {});
+    QCOMPARE(model.representative(plan.deviceIndex(1)), plan.deviceIndex(1));
+    QCOMPARE(model.devicesCovered(), int64_t{4});
+  }
+
   void microBatchesFoldIntoOneNodeWithCount() {
     Plan plan = microBatchedPlan();
     ParallelSelection unfoldedSel;

@@ -2,6 +2,7 @@
 // edges) reuses the earlier Graphviz result; a different structure is laid out afresh.
 #include "inspector_test_support.h"
 #include "ui/layout_worker.h"
+#include "ui/zoo_dialog.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -81,6 +82,48 @@ class TestInspectorLayout : public QObject {
     QVERIFY(w.parallelView()->lastLayoutReused());
     QVERIFY(w.parallelView()->visibleNodeCount() > 5);
     saveScreenshot(w, "inspector-layout-reused");
+  }
+
+  // Expand All on a plan of 64 devices and thousands of ops: it opens level by level, the groups in sight
+  // first, up to its bound of visible nodes, and the event loop keeps turning throughout (a timer's largest
+  // gap stays far below what a user reads as a freeze). Collapse All during an expansion wins.
+  void expandAllOnALargePlanIsProgressiveAndBounded() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    ZooRequest request;
+    request.model = "llama3-8b";
+    request.parallel = "dp=4,tp=4,pp=4,mb=4";
+    request.layers = 8;
+    w.openPlan(generateFromZoo(request), describe(request));
+    QVERIFY(waitForLayouts(w, 120000));
+    GraphView* view = w.parallelView();
+    const int overview = view->visibleNodeCount();
+
+    TickMeter meter;
+    int levels = 0;
+    connect(view, &GraphView::layoutFinished, [&] { ++levels; });
+    view->expandAll();
+    QVERIFY(view->expanding());
+    QVERIFY(waitForLayouts(w, 600000));
+    const qint64 worst = meter.longestGapMs();
+    QVERIFY(!view->expanding());
+    const int expanded = view->visibleNodeCount();
+    QVERIFY2(expanded > overview && expanded <= GraphView::kExpandBound,
+             qPrintable(QStringLiteral("%1 nodes after Expand All, %2 before").arg(expanded).arg(overview)));
+    QVERIFY2(levels >= 2, qPrintable(QStringLiteral("%1 layouts").arg(levels)));
+    QVERIFY2(worst < 3000, qPrintable(QStringLiteral("the event loop stood still for %1 ms").arg(worst)));
+    saveScreenshot(w, "inspector-expand-all-bounded");
+
+    view->collapseAll();
+    QVERIFY(waitForLayouts(w, 120000));
+    view->expandAll();
+    QVERIFY(view->expanding());
+    view->collapseAll();
+    QVERIFY(!view->expanding());
+    QVERIFY(waitForLayouts(w, 120000));
+    QCOMPARE(view->visibleNodeCount(),
+             static_cast<int>(view->model()->node(view->model()->root()).children.size()));
   }
 };
 

@@ -17,29 +17,6 @@ using namespace paraproof::ui::testing;
 
 namespace {
 
-// Ticks every 2 ms on the UI thread; the longest gap between ticks is how long the UI froze.
-class TickMeter {
- public:
-  TickMeter() {
-    QObject::connect(&timer_, &QTimer::timeout, [this] {
-      longest_ = std::max(longest_, clock_.restart());
-      ++ticks_;
-    });
-    timer_.setTimerType(Qt::PreciseTimer);
-    timer_.setInterval(2);
-    clock_.start();
-    timer_.start();
-  }
-  int ticks() const { return ticks_; }
-  qint64 longestGapMs() const { return std::max(longest_, clock_.elapsed()); }
-
- private:
-  QTimer timer_;
-  QElapsedTimer clock_;
-  qint64 longest_ = 0;
-  int ticks_ = 0;
-};
-
 ZooRequest moderatelyLargePlan() {
   ZooRequest r;
   r.model = "llama3-8b";
@@ -159,6 +136,34 @@ class TestInspectorOpen : public QObject {
 
   // The zoo dialog generates on a pool thread: after OK it is disabled (the event loop keeps turning) and
   // closes itself, accepted, once the plan is there.
+  // What `paraproof-inspector --model ...` (or a plan file) does: the window is up and turning while the plan
+  // is generated on a pool thread; the views say what is happening; a request that cannot be built is an
+  // error signal (and, interactively, a dialog), never a crash or an empty hang.
+  void aPlanIsGeneratedBehindTheShownWindow() {
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QSignalSpy opened(&w, &MainWindow::planOpened);
+    w.generatePlanInBackground(moderatelyLargePlan(), /*dialogOnError=*/false);
+    QVERIFY(w.plan() == nullptr);
+    QVERIFY(w.layoutsPending());
+    TickMeter meter;
+    QTRY_VERIFY(meter.ticks() > 3);
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 120000);
+    QVERIFY(w.plan() && w.plan()->devices.size() > 1);
+    QVERIFY(waitForLayouts(w, 120000));
+    QVERIFY(w.parallelView()->visibleNodeCount() > 0);
+
+    QSignalSpy failed(&w, &MainWindow::openFailed);
+    ZooRequest wrong = moderatelyLargePlan();
+    wrong.model = "no-such-model";
+    w.generatePlanInBackground(wrong, /*dialogOnError=*/false);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+    QVERIFY2(failed.first().at(0).toString().contains("no-such-model"),
+             qPrintable(failed.first().at(0).toString()));
+    QVERIFY(w.plan() && w.plan()->devices.size() > 1);  // the plan shown before stays
+  }
+
   void zooDialogGeneratesInTheBackground() {
     // A gate the test opens: generation cannot finish before the test has looked at the waiting dialog.
     auto gate = std::make_shared<std::promise<void>>();

@@ -145,6 +145,17 @@ class TestInspectorVerify : public QObject {
     QVERIFY(table->verticalHeaderItem(epsRow)->font().bold());
     QVERIFY(table->item(epsRow, 0)->text() != table->item(epsRow, 1)->text());
     QVERIFY(table->horizontalHeaderItem(1)->text().startsWith(QStringLiteral("rank 1 \u00b7 mb 0")));
+    // Taken there: rank 1 is shown as itself (two replicas: nothing folds into a deviant), the failing op's
+    // groups are open, it is selected, and the view is centred on it.
+    QVERIFY(waitForLayouts(w));
+    const GraphModel* pm = w.parallelView()->model();
+    const int rank1 = w.plan()->deviceIndex(1);
+    QCOMPARE(pm->representative(rank1), rank1);
+    const int failingLeaf = pm->leafOf(pm->elementOfOp(rank1, "layers.1.attention_norm.out#0"));
+    QVERIFY(pm->isVisible(failingLeaf));
+    const std::vector<int> selected = w.parallelView()->selectedNodes();
+    QVERIFY(std::count(selected.begin(), selected.end(), failingLeaf) == 1);
+    QVERIFY(w.parallelView()->isNodeInViewport(failingLeaf));
     qobject_cast<QDockWidget*>(w.propertiesPanel()->parentWidget())->raise();
     QVERIFY(waitForLayouts(w));
     saveScreenshot(w, "inspector-failure-properties");
