@@ -39,6 +39,9 @@ char* cs(const char* s) {
 }
 
 constexpr size_t kBigJobEdges = 120, kBigJobNodes = 150;
+// Beyond this, edges are straight: dot's spline routing around the frames (shortest paths through every
+// cluster box) grows with edges x frames and ran for minutes on L3's logical view expanded to 800 nodes.
+constexpr size_t kStraightEdgesNodes = 400;
 
 std::string inches(double points) {
   return std::to_string(points / 72.0);
@@ -65,6 +68,7 @@ LayoutResult GraphvizLayouter::layout(const LayoutJob& job) {
     agattr(g, AGRAPH, cs("nslimit1"), cs("1"));
     agattr(g, AGRAPH, cs("mclimit"), cs("0.5"));
   }
+  if (job.nodes.size() > kStraightEdgesNodes) agattr(g, AGRAPH, cs("splines"), cs("line"));
   agattr(g, AGRAPH, cs("margin"), cs("12"));
   agattr(g, AGRAPH, cs("label"), cs(""));
   agattr(g, AGNODE, cs("shape"), cs("box"));

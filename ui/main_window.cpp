@@ -40,6 +40,7 @@
 #include "ui/legend_widget.h"
 #include "ui/link_overlay.h"
 #include "ui/properties_panel.h"
+#include "ui/selection_coordinator.h"
 #include "ui/settings_dialog.h"
 #include "ui/stage_table.h"
 #include "ui/verification_controller.h"
@@ -196,6 +197,7 @@ void MainWindow::buildCentral() {
   hostLayout->addWidget(splitter);
   setCentralWidget(host);
   links_ = new LinkOverlay(host, logicalView_, parallelView_);
+  selection_ = std::make_unique<SelectionCoordinator>(logicalView_, parallelView_, links_);
   connect(splitter, &QSplitter::splitterMoved, links_, qOverload<>(&QWidget::update));
 
   connect(logicalView_, &GraphView::elementsSelected, this, &MainWindow::onLogicalSelection);
@@ -490,13 +492,13 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   progressLabel_->clear();
   // Nothing of the previous plan stays: element numbers of its models mean nothing now. Freeing them (and the
   // plan) is left to a pool thread; the views show a placeholder until the new hierarchies arrive.
-  links_->clear();
+  selection_->reset();
   logicalView_->setModel(nullptr);
   parallelView_->setModel(nullptr);
   destroyInBackground(std::move(previous), std::move(logicalModel_), std::move(parallelModel_),
-                      std::move(logicalStructure_), std::make_shared<LineageIndex>(std::move(lineage_)),
+                      std::move(logicalStructure_),
+                      std::make_shared<LineageIndex>(selection_->setLineage(LineageIndex())),
                       std::make_shared<StageMap>(std::move(stageMap_)));
-  lineage_ = LineageIndex();
   stageMap_ = StageMap();
   logicalView_->setPlaceholder(
       tr("Building the hierarchy of %1 logical ops\u2026").arg(plan_->logical.ops.size()));
@@ -505,8 +507,6 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   refreshParallelChoices();
   requestHierarchy(true);
   runAction_->setEnabled(true);
-  searchHits_.clear();
-  lastSearch_.clear();
   updateTitle();
   statusBar()->showMessage(tr("Building the hierarchy of %1\u2026").arg(source));
   emit planOpened();
@@ -549,10 +549,8 @@ void MainWindow::onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build) {
   }
   std::shared_ptr<GraphModel> oldParallel = std::move(parallelModel_);
   parallelModel_ = build->parallel;
-  links_->clear();
   parallelView_->setModel(parallelModel_);
-  auto oldLineage = std::make_shared<LineageIndex>(std::move(lineage_));
-  lineage_ = std::move(build->lineage);
+  auto oldLineage = std::make_shared<LineageIndex>(selection_->setLineage(std::move(build->lineage)));
   auto oldStages = std::make_shared<StageMap>(std::move(stageMap_));
   stageMap_ = build->stagesVersion == stagesVersion_ ? std::move(build->stageMap)
                                                      : StageMap(stageInfos_, *logicalModel_, *parallelModel_);
@@ -853,11 +851,7 @@ void MainWindow::showProperties(const std::string& opId, bool raise) {
 }
 
 void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
-  std::vector<int> counterparts = lineage_.parallelFor(elements);
-  parallelView_->selectElements({}, false);
-  parallelView_->setLinkedElements(counterparts);
-  logicalView_->setLinkedElements({}, false);
-  links_->setLinks(lineage_.linksFromLogical(elements));
+  const size_t counterparts = selection_->linkFrom(logicalView_, elements);
   if (elements.size() == 1 && logicalModel_->element(elements[0]).kind == Element::Kind::Op)
     showProperties(plan_->logical.ops[static_cast<size_t>(logicalModel_->element(elements[0]).index)].id,
                    true);
@@ -865,16 +859,12 @@ void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
     statusBar()->showMessage(tr("%1 selected: %2 parallel counterparts")
                                  .arg(elements.size() == 1 ? logicalModel_->elementName(elements[0])
                                                            : tr("%1 nodes").arg(elements.size()))
-                                 .arg(counterparts.size()),
+                                 .arg(counterparts),
                              5000);
 }
 
 void MainWindow::onParallelSelection(const std::vector<int>& elements) {
-  std::vector<int> origins = lineage_.logicalFor(elements);
-  logicalView_->selectElements({}, false);
-  logicalView_->setLinkedElements(origins);
-  parallelView_->setLinkedElements({}, false);
-  links_->setLinks(lineage_.linksFromParallel(elements));
+  const size_t origins = selection_->linkFrom(parallelView_, elements);
   if (elements.size() == 1 && parallelModel_->element(elements[0]).kind == Element::Kind::Op) {
     const Element& e = parallelModel_->element(elements[0]);
     showProperties(plan_->devices[static_cast<size_t>(e.device)].graph.ops[static_cast<size_t>(e.index)].id,
@@ -884,45 +874,24 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
     statusBar()->showMessage(tr("%1 selected: %2 logical origins")
                                  .arg(elements.size() == 1 ? parallelModel_->elementName(elements[0])
                                                            : tr("%1 nodes").arg(elements.size()))
-                                 .arg(origins.size()),
+                                 .arg(origins),
                              5000);
 }
 
 bool MainWindow::search(const QString& text) {
   if (!logicalModel_ || !parallelModel_ || text.trimmed().isEmpty()) return false;
-  if (text != lastSearch_) {
-    lastSearch_ = text;
-    searchHits_.clear();
-    searchPos_ = 0;
-    for (int n : logicalModel_->find(text))
-      searchHits_.emplace_back(logicalView_, n);
-    for (int n : parallelModel_->find(text))
-      searchHits_.emplace_back(parallelView_, n);
-  }
-  if (searchHits_.empty()) {
+  const SelectionCoordinator::SearchStep step = selection_->search(text);
+  if (!step.view) {
     statusBar()->showMessage(tr("No op, tensor or scope matches \u201c%1\u201d").arg(text), 4000);
     return false;
   }
-  auto [view, node] = searchHits_[searchPos_ % searchHits_.size()];
-  const size_t shown = searchPos_ % searchHits_.size() + 1;
-  ++searchPos_;
-  view->focusNode(node);
-  lastActiveView_ = view;
-  GraphModel* model = view->model();
-  std::vector<int> elements = model->elementsUnder(node);
-  GraphView* other = view == logicalView_ ? parallelView_ : logicalView_;
-  other->selectElements({}, false);
-  view->setLinkedElements({}, false);
-  other->setLinkedElements(view == logicalView_ ? lineage_.parallelFor(elements)
-                                                : lineage_.logicalFor(elements));
-  links_->setLinks(view == logicalView_ ? lineage_.linksFromLogical(elements)
-                                        : lineage_.linksFromParallel(elements));
-  statusBar()->showMessage(
-      tr("Match %1 of %2: %3 (%4)")
-          .arg(shown)
-          .arg(searchHits_.size())
-          .arg(model->node(node).label, view == logicalView_ ? tr("logical") : tr("parallel")),
-      5000);
+  lastActiveView_ = step.view;
+  statusBar()->showMessage(tr("Match %1 of %2: %3 (%4)")
+                               .arg(step.match)
+                               .arg(step.matches)
+                               .arg(step.view->model()->node(step.node).label,
+                                    step.view == logicalView_ ? tr("logical") : tr("parallel")),
+                           5000);
   return true;
 }
 

@@ -29,6 +29,7 @@ namespace paraproof::ui {
 
 class CounterexamplePanel;
 class PropertiesPanel;
+class SelectionCoordinator;
 class GraphView;
 class LayoutWorker;
 class LinkOverlay;
@@ -145,7 +146,6 @@ class MainWindow : public QMainWindow {
   bool loading_ = false;
   std::shared_ptr<GraphModel> logicalModel_, parallelModel_;
   std::shared_ptr<const GraphModel> logicalStructure_;  // the worker's pristine copy, for parallel rebuilds
-  LineageIndex lineage_;
   std::vector<verify::StageInfo> stageInfos_;
   uint64_t stagesVersion_ = 0;  // bumped whenever stageInfos_ changes
   StageMap stageMap_;
@@ -180,9 +180,7 @@ class MainWindow : public QMainWindow {
   QTimer stateTimer_;
   QTimer clockTimer_;
   GraphView* lastActiveView_ = nullptr;
-  QString lastSearch_;
-  std::vector<std::pair<GraphView*, int>> searchHits_;
-  size_t searchPos_ = 0;
+  std::unique_ptr<SelectionCoordinator> selection_;
 };
 
 }  // namespace paraproof::ui
