@@ -13,6 +13,7 @@
 #include "ui/graph_view.h"
 #include "ui/inspector_app.h"
 #include "ui/main_window.h"
+#include "ui/zoo_dialog.h"
 
 namespace paraproof::ui::testing {
 
@@ -41,6 +42,19 @@ class TickMeter {
 
 inline QString fixture(const char* name) {
   return QStringLiteral(PARAPROOF_FIXTURES "/plans/") + name;
+}
+
+// Shows the window at the tests' size, opens a zoo plan in it and waits until both views are laid out.
+inline bool showZooPlan(MainWindow& w, const char* model, const char* parallel, int layers,
+                        int timeoutMs = 120000) {
+  w.resize(1600, 1000);
+  w.show();
+  ZooRequest r;
+  r.model = model;
+  r.parallel = parallel;
+  r.layers = layers;
+  w.openPlan(generateFromZoo(r), describe(r));
+  return waitForLayouts(w, timeoutMs);
 }
 
 // Keeps tests away from the user's settings and window layout.

@@ -331,14 +331,7 @@ class TestInspectorHierarchy : public QObject {
 
   void identicalLayersOfAGeneratedModel() {
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    ZooRequest r;
-    r.model = "llama3-8b";
-    r.parallel = "tp=2";
-    r.layers = 4;
-    w.openPlan(generateFromZoo(r), describe(r));
-    QVERIFY(waitForLayouts(w));  // the hierarchy is built in the background
+    QVERIFY(showZooPlan(w, "llama3-8b", "tp=2", 4));  // the hierarchy is built in the background
     w.logicalView()->collapseAll();
     QVERIFY(waitForLayouts(w));
     GraphModel* m = w.logicalView()->model();

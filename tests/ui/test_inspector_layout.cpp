@@ -2,7 +2,6 @@
 // edges) reuses the earlier Graphviz result; a different structure is laid out afresh.
 #include "inspector_test_support.h"
 #include "ui/layout_worker.h"
-#include "ui/zoo_dialog.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -89,14 +88,7 @@ class TestInspectorLayout : public QObject {
   // gap stays far below what a user reads as a freeze). Collapse All during an expansion wins.
   void expandAllOnALargePlanIsProgressiveAndBounded() {
     MainWindow w;
-    w.resize(1600, 1000);
-    w.show();
-    ZooRequest request;
-    request.model = "llama3-8b";
-    request.parallel = "dp=4,tp=4,pp=4,mb=4";
-    request.layers = 8;
-    w.openPlan(generateFromZoo(request), describe(request));
-    QVERIFY(waitForLayouts(w, 120000));
+    QVERIFY(showZooPlan(w, "llama3-8b", "dp=4,tp=4,pp=4,mb=4", 8));
     GraphView* view = w.parallelView();
     const int overview = view->visibleNodeCount();
 
