@@ -3,10 +3,11 @@
 // built on a background thread), from the open until both collapsed overviews are drawn (open->view), to
 // expand one layer group in each view (expand-L logical, expand-P parallel), Expand All in both views (to
 // its first progressive paint and to its end or bound), the longest UI-thread stall (gap between ticks of a
-// 5 ms timer) from the open through Expand All, and the process's peak RSS so far. Median of 3 opens.
+// 5 ms timer) from the open through Expand All, and the process's peak RSS so far. Median of 3 opens (or
+// --runs N); each Expand All level is logged on stderr.
 //
 //   inspector_open                                       # L3 compact, llama3-405b dp=2 and pp=16
-//   inspector_open MODEL:PARALLEL[:LAYERS[:compact]] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
+//   inspector_open [--runs N] MODEL:PARALLEL[:LAYERS[:compact]] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
 #include <sys/resource.h>
 #include <QApplication>
 #include <QElapsedTimer>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -114,14 +116,23 @@ void expandAll(MainWindow& w, Sample& s) {
   };
   const auto a = QObject::connect(w.logicalView(), &GraphView::layoutFinished, painted);
   const auto b = QObject::connect(w.parallelView(), &GraphView::layoutFinished, painted);
+  // Each level as it is laid out, on stderr: where a bound is too loose, this says which view and size.
+  auto say = [&t](const char* view) {
+    return [&t, view](const QString& text) {
+      std::fprintf(stderr, "  %7.1f s %s: %s\n", static_cast<double>(t.nsecsElapsed()) / 1e9, view,
+                   qPrintable(text));
+    };
+  };
+  const auto c = QObject::connect(w.logicalView(), &GraphView::statusMessage, say("logical"));
+  const auto d = QObject::connect(w.parallelView(), &GraphView::statusMessage, say("parallel"));
   w.logicalView()->expandAll();
   w.parallelView()->expandAll();
   waitForLayouts(w, 1800000);
   s.expandAllMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
   s.expandAllFirstMs = first;
   s.expandAllNodes = w.logicalView()->visibleNodeCount() + w.parallelView()->visibleNodeCount();
-  QObject::disconnect(a);
-  QObject::disconnect(b);
+  for (const auto& connection : {a, b, c, d})
+    QObject::disconnect(connection);
 }
 
 Sample openOnce(const Plan& plan, StallMeter& stall) {
@@ -164,10 +175,15 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QStandardPaths::setTestModeEnabled(true);
   std::vector<Case> cases;
+  int runs = 3;
   for (int i = 1; i < argc; ++i) {
+    if (QString::fromLocal8Bit(argv[i]) == "--runs" && i + 1 < argc) {
+      runs = std::max(1, std::atoi(argv[++i]));
+      continue;
+    }
     QStringList parts = QString::fromLocal8Bit(argv[i]).split(':');
     if (parts.size() < 2) {
-      std::fprintf(stderr, "usage: inspector_open [MODEL:PARALLEL[:LAYERS]]...\n");
+      std::fprintf(stderr, "usage: inspector_open [--runs N] [MODEL:PARALLEL[:LAYERS[:compact]]]...\n");
       return 2;
     }
     cases.push_back({parts[0].toStdString(), parts[1].toStdString(), parts.size() > 2 ? parts[2].toInt() : 0,
@@ -229,7 +245,7 @@ int main(int argc, char** argv) {
     StallMeter stall;
     std::vector<double> window, hier, overview, expandL, expandP, stalls, openStalls, dotL, allFirst, all;
     int nodesL = 0, identical = 0, nodesAll = 0;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < runs; ++rep) {
       Sample s = openOnce(plan, stall);
       window.push_back(s.windowMs);
       allFirst.push_back(s.expandAllFirstMs);

@@ -473,7 +473,7 @@ void GraphModel::expandAll() {
     if (n.isGroup()) n.expanded = true;
 }
 
-int GraphModel::expandLevel(int budget, const std::vector<int>& first, int* left) {
+int GraphModel::expandLevel(int budget, int64_t costBound, const std::vector<int>& first, int* left) {
   const std::unordered_set<int> preferred(first.begin(), first.end());
   std::vector<int> groups;  // visible collapsed groups, in drawing order
   std::vector<int> stack(nodes_[0].children.rbegin(), nodes_[0].children.rend());
@@ -488,16 +488,79 @@ int GraphModel::expandLevel(int budget, const std::vector<int>& first, int* left
       stack.insert(stack.end(), n.children.rbegin(), n.children.rend());
   }
   std::stable_partition(groups.begin(), groups.end(), [&](int g) { return preferred.count(g) > 0; });
-  int count = visibleNodeCount(), expanded = 0;
-  for (int g : groups) {
+  // The groups that fit the node budget, in that order; then the longest prefix of them within the cost
+  // bound (binary search: each probe builds the visible graph once).
+  std::vector<int> fit;
+  for (int count = visibleNodeCount(); int g : groups) {
     const int grow = static_cast<int>(nodes_[g].children.size()) - 1;
     if (count + grow > budget) continue;
-    nodes_[g].expanded = true;
+    fit.push_back(g);
     count += grow;
-    ++expanded;
   }
-  if (left) *left = static_cast<int>(groups.size()) - expanded;
-  return expanded;
+  auto setPrefix = [&](size_t k, bool expanded) {
+    for (size_t i = 0; i < k; ++i)
+      nodes_[fit[i]].expanded = expanded;
+  };
+  size_t lo = 0, hi = fit.size();
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    setPrefix(mid, true);
+    const bool within = layoutCost(visible()) <= costBound;
+    setPrefix(mid, false);
+    if (within)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  setPrefix(lo, true);
+  if (left) *left = static_cast<int>(groups.size() - lo);
+  return static_cast<int>(lo);
+}
+
+int64_t GraphModel::layoutCost(const VisibleGraph& g) {
+  std::unordered_map<int, int> index;
+  for (int n : g.nodes)
+    index.emplace(n, static_cast<int>(index.size()));
+  const int n = static_cast<int>(index.size());
+  std::vector<std::vector<int>> out(n);
+  std::vector<std::pair<int, int>> edges;
+  for (const VisibleGraph::Edge& e : g.edges) {
+    auto a = index.find(e.from), b = index.find(e.to);
+    if (a == index.end() || b == index.end()) continue;
+    out[a->second].push_back(b->second);
+    edges.emplace_back(a->second, b->second);
+  }
+  // Depth-first post-order without back edges (iterative), then longest-path ranks in reverse post-order.
+  std::vector<int> state(n, 0), order;  // 0 new, 1 on the stack, 2 done
+  for (int root = 0; root < n; ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<int, size_t>> dfs{{root, 0}};
+    state[root] = 1;
+    while (!dfs.empty()) {
+      auto& [v, next] = dfs.back();
+      if (next < out[v].size()) {
+        const int w = out[v][next++];
+        if (state[w] == 0) {
+          state[w] = 1;
+          dfs.emplace_back(w, 0);
+        }
+      } else {
+        state[v] = 2;
+        order.push_back(v);
+        dfs.pop_back();
+      }
+    }
+  }
+  std::vector<int> position(n), rank(n, 0);
+  for (int i = 0; i < n; ++i)
+    position[order[i]] = n - 1 - i;  // reverse post-order: a forward edge goes to a later position
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (int w : out[*it])
+      if (position[w] > position[*it]) rank[w] = std::max(rank[w], rank[*it] + 1);
+  int64_t cost = n;
+  for (auto [a, b] : edges)
+    cost += std::max(0, std::abs(rank[b] - rank[a]) - 1);
+  return cost;
 }
 
 void GraphModel::collapseAll() {

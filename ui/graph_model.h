@@ -90,9 +90,13 @@ class GraphModel {
   void expandAll();  // every group: for small models only (GraphView expands large ones progressively)
   void collapseAll();
   // One step of a progressive Expand All: expands the visible collapsed groups, those in `first` before the
-  // rest, while the visible count stays within `budget`. Returns how many it expanded; `left` receives how
-  // many visible collapsed groups remain (0: everything is expanded).
-  int expandLevel(int budget, const std::vector<int>& first, int* left);
+  // rest, while the visible count stays within `budget` and the layout cost within `costBound`. Returns how
+  // many it expanded; `left` receives how many visible collapsed groups remain (0: everything is expanded).
+  int expandLevel(int budget, int64_t costBound, const std::vector<int>& first, int* left);
+  // What Graphviz's dot pays to lay out `g`, roughly: its boxes plus one virtual node per rank a long edge
+  // crosses (ranks as longest paths over the graph without its back edges). A deep model's collapsed layers
+  // all feed the optimizer: 300 boxes can mean 100,000 virtual nodes and minutes of layout.
+  static int64_t layoutCost(const VisibleGraph& g);
   void reveal(int node);        // expands every ancestor so the node is visible
   void autoExpand(int budget);  // expands groups breadth-first while the visible count stays within budget
   int visibleNodeOf(int node) const;  // the node itself or its outermost collapsed ancestor

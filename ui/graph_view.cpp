@@ -89,6 +89,7 @@ void GraphView::relayout(int anchorNode) {
     return;
   }
   const VisibleGraph vg = model_->visible();
+  lastLayoutCost_ = GraphModel::layoutCost(vg);
   LayoutJob job;
   job.id = worker_->nextJobId();
   job.latest = latestJob_;
@@ -202,11 +203,12 @@ void GraphView::onLayout(const LayoutResult& r) {
                                .arg(r.nodes.size())
                                .arg(r.clusters.size())
                                .arg(r.edges.size())
-                         : QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges in %4 ms")
+                         : QStringLiteral("Laid out %1 nodes, %2 groups open, %3 edges (cost %5) in %4 ms")
                                .arg(r.nodes.size())
                                .arg(r.clusters.size())
                                .arg(r.edges.size())
-                               .arg(r.milliseconds, 0, 'f', 0));
+                               .arg(r.milliseconds, 0, 'f', 0)
+                               .arg(lastLayoutCost_));
   emit layoutFinished();
   if (expanding_) QTimer::singleShot(0, this, &GraphView::expandStep);  // the next level, once this one shows
 }
@@ -404,7 +406,7 @@ void GraphView::expandStep() {
       inSight.push_back(node);
   std::sort(inSight.begin(), inSight.end());  // the map's order is not stable from run to run
   int left = 0;
-  if (model_->expandLevel(kExpandBound, inSight, &left) > 0) {
+  if (model_->expandLevel(kExpandBound, kExpandCostBound, inSight, &left) > 0) {
     fitOnNextLayout_ = true;
     relayout();
     return;

@@ -22,6 +22,7 @@ class GraphView : public QGraphicsView {
   Q_OBJECT
  public:
   static constexpr int kExpandBound = 800;  // visible nodes Expand All stops at (dot: ~2 s; 2,000 took 80 s)
+  static constexpr int64_t kExpandCostBound = 8000;  // and GraphModel::layoutCost (L3: ~1 ms a unit)
 
   GraphView(LayoutWorker* worker, QWidget* parent = nullptr);
   ~GraphView() override;
@@ -102,6 +103,7 @@ class GraphView : public QGraphicsView {
   int anchorNode_ = -1;
   bool programmatic_ = false;
   double lastLayoutMs_ = 0;
+  int64_t lastLayoutCost_ = 0;  // GraphModel::layoutCost of the last layout requested
   bool lastLayoutReused_ = false;
   QString placeholder_;
 

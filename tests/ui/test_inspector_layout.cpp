@@ -83,6 +83,18 @@ class TestInspectorLayout : public QObject {
     saveScreenshot(w, "inspector-layout-reused");
   }
 
+  // dot's cost: every box, plus a virtual node per rank a long edge crosses; a cycle does not loop.
+  void layoutCostCountsTheRanksLongEdgesCross() {
+    VisibleGraph g;
+    g.nodes = {1, 2, 3, 4};
+    g.edges = {{1, 2, 1}, {2, 3, 1}, {3, 4, 1}};
+    QCOMPARE(GraphModel::layoutCost(g), int64_t{4});
+    g.edges.push_back({1, 4, 1});  // spans ranks 0..3: two virtual nodes
+    QCOMPARE(GraphModel::layoutCost(g), int64_t{6});
+    g.edges.push_back({4, 1, 1});  // back edge: as long as the forward one
+    QCOMPARE(GraphModel::layoutCost(g), int64_t{8});
+  }
+
   // Expand All on a plan of 64 devices and thousands of ops: it opens level by level, the groups in sight
   // first, up to its bound of visible nodes, and the event loop keeps turning throughout (a timer's largest
   // gap stays far below what a user reads as a freeze). Collapse All during an expansion wins.
