@@ -10,7 +10,9 @@
 //   inspector_open [--runs N] MODEL:PARALLEL[:LAYERS[:compact]] ...  # e.g. llama3-8b:dp=2,tp=2,pp=2,mb=2:4
 #include <sys/resource.h>
 #include <QApplication>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTimer>
 
@@ -135,7 +137,15 @@ void expandAll(MainWindow& w, Sample& s) {
     QObject::disconnect(connection);
 }
 
-Sample openOnce(const Plan& plan, StallMeter& stall) {
+// The window as a person would see it, under build/screenshots (the first run of each plan).
+void screenshot(MainWindow& w, const QString& name) {
+  if (name.isEmpty()) return;
+  QDir().mkpath(PARAPROOF_SCREENSHOTS);
+  const QString path = QStringLiteral(PARAPROOF_SCREENSHOTS "/") + name + ".png";
+  if (w.grab().save(path)) std::fprintf(stderr, "  screenshot: %s\n", qPrintable(path));
+}
+
+Sample openOnce(const Plan& plan, StallMeter& stall, const QString& shot) {
   Sample s;
   Plan copy = plan;  // openPlan takes ownership; the copy is not part of the measure
   QElapsedTimer t;
@@ -154,6 +164,7 @@ Sample openOnce(const Plan& plan, StallMeter& stall) {
   waitForLayouts(w, 600000);
   s.stallMs = s.openStallMs = stall.stop();
   s.overviewMs = static_cast<double>(t.nsecsElapsed()) / 1e6;
+  screenshot(w, shot.isEmpty() ? shot : shot + "-overview");
   const GraphModel* lm = w.logicalView()->model();
   for (int n = 0; n < lm->size(); ++n)
     if (lm->node(n).isGroup() && lm->node(n).parent >= 0 && lm->node(n).label == "layers.1")
@@ -165,6 +176,7 @@ Sample openOnce(const Plan& plan, StallMeter& stall) {
   stall.start();
   expandAll(w, s);
   s.stallMs = std::max(s.stallMs, stall.stop());
+  screenshot(w, shot.isEmpty() ? shot : shot + "-expand-all");
   return s;
 }
 
@@ -246,7 +258,10 @@ int main(int argc, char** argv) {
     std::vector<double> window, hier, overview, expandL, expandP, stalls, openStalls, dotL, allFirst, all;
     int nodesL = 0, identical = 0, nodesAll = 0;
     for (int rep = 0; rep < runs; ++rep) {
-      Sample s = openOnce(plan, stall);
+      const QString shot = QString::fromStdString("inspector-open-" + c.model + "-" + c.parallel +
+                                                  (c.compact ? "-compact" : ""))
+                               .replace(QRegularExpression("[=,]"), "_");
+      Sample s = openOnce(plan, stall, rep == 0 ? shot : QString());
       window.push_back(s.windowMs);
       allFirst.push_back(s.expandAllFirstMs);
       all.push_back(s.expandAllMs);
