@@ -8,6 +8,7 @@ namespace paraproof::ui {
 namespace {
 
 constexpr double kHalo = 5;  // room outside the box for the selection and link outlines
+constexpr double kTag = 14;  // height of the "first difference" tag above a box
 
 QColor borderFor(StageState s) {
   return s == StageState::None ? QColor(0x78, 0x90, 0x9C) : stateColor(s);
@@ -38,8 +39,15 @@ void NodeItem::setLinked(bool linked) {
   update();
 }
 
+void NodeItem::setFirstDifference(bool on) {
+  if (on == firstDifference_) return;
+  prepareGeometryChange();  // the tag reaches above the box
+  firstDifference_ = on;
+  update();
+}
+
 QRectF NodeItem::boundingRect() const {
-  return rect_.adjusted(-kHalo, -kHalo, kHalo + 4, kHalo + 4);
+  return rect_.adjusted(-kHalo, firstDifference_ ? -kTag - kHalo : -kHalo, kHalo + 4, kHalo + 4);
 }
 
 void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
@@ -81,6 +89,20 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
     p->setPen(Qt::NoPen);
     p->setBrush(border);
     p->drawRoundedRect(QRectF(rect_.left() + 1.5, rect_.top() + 3, 4, rect_.height() - 6), 2, 2);
+  }
+  if (firstDifference_) {
+    const QRectF tag(rect_.left(), rect_.top() - kTag - 2, std::min(rect_.width(), 96.0), kTag);
+    p->setPen(Qt::NoPen);
+    p->setBrush(stateColor(StageState::Failed));
+    p->drawRoundedRect(tag, kTag / 2, kTag / 2);
+    if (lod >= 0.3) {
+      QFont f = p->font();
+      f.setPointSizeF(7);
+      f.setBold(true);
+      p->setFont(f);
+      p->setPen(Qt::white);
+      p->drawText(tag, Qt::AlignCenter, QStringLiteral("\u2260 first difference"));
+    }
   }
   if (lod < 0.3) return;  // text would be unreadable; colour and shape carry the information
 

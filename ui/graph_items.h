@@ -20,6 +20,10 @@ class NodeItem : public QGraphicsItem {
   void setState(StageState s);
   bool linked() const { return linked_; }
   void setLinked(bool linked);
+  // The op whose value a counterexample names first: a "first difference" tag above the box sets it
+  // apart from the other ops of its failing stage.
+  bool firstDifference() const { return firstDifference_; }
+  void setFirstDifference(bool on);
 
   QRectF boundingRect() const override;
   void paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
@@ -31,6 +35,7 @@ class NodeItem : public QGraphicsItem {
   QRectF rect_;
   StageState state_ = StageState::None;
   bool linked_ = false;
+  bool firstDifference_ = false;
 };
 
 // The frame of an expanded group, with its title; double-click collapses it.

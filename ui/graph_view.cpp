@@ -68,6 +68,7 @@ void GraphView::setPlaceholder(const QString& text) {
 
 void GraphView::setModel(std::shared_ptr<GraphModel> model) {
   model_ = std::move(model);
+  firstDifference_ = -1;
   expanding_ = false;
   elementStates_.clear();
   selectedElements_.clear();
@@ -183,6 +184,7 @@ void GraphView::onLayout(const LayoutResult& r) {
   applyStates();
   applySelection(false);
   applyLinks(false);
+  applyFirstDifference();
   if (fitOnNextLayout_) {
     fitOnNextLayout_ = false;
     fitAll();
@@ -348,6 +350,25 @@ void GraphView::bringIntoView(const std::vector<int>& elements, int focus) {
   }
   applySelection(false);
   zoomOnto(leaf);
+}
+
+void GraphView::setFirstDifference(int element) {
+  firstDifference_ = element;
+  applyFirstDifference();
+}
+
+int GraphView::firstDifferenceNode() const {
+  for (const auto& [node, item] : nodeItems_)
+    if (item->firstDifference()) return node;
+  return -1;
+}
+
+void GraphView::applyFirstDifference() {
+  const bool known =
+      model_ && firstDifference_ >= 0 && firstDifference_ < static_cast<int>(model_->elements().size());
+  const int marked = known ? model_->visibleNodeOf(model_->leafOf(firstDifference_)) : -1;
+  for (auto& [node, item] : nodeItems_)
+    item->setFirstDifference(node == marked);
 }
 
 void GraphView::zoomOnto(int node) {

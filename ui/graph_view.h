@@ -47,6 +47,9 @@ class GraphView : public QGraphicsView {
   // Selects the elements and takes the view to `focus`, one of them (-1: only centres on the selection):
   // opens the groups on its path and, once laid out, centres on it at a readable zoom.
   void bringIntoView(const std::vector<int>& elements, int focus);
+  // The element a counterexample names first (-1: none): its node is tagged apart from the stage's others.
+  void setFirstDifference(int element);
+  int firstDifferenceNode() const;  // the tagged visible node, -1 when none
 
   void toggle(int node);  // expand a collapsed group / collapse an expanded one
   // Progressive: one level per layout, the groups in sight first, up to kExpandBound visible nodes (a
@@ -110,7 +113,9 @@ class GraphView : public QGraphicsView {
   std::vector<StageState> elementStates_;
   std::vector<int> selectedElements_, linkedElements_;
   bool centerOnSelection_ = false, centerOnLinks_ = false;
-  int focusElement_ = -1;  // bringIntoView's element, zoomed onto after the next layout
+  int focusElement_ = -1;
+  int firstDifference_ = -1;    // element
+  void applyFirstDifference();  // bringIntoView's element, zoomed onto after the next layout
   std::unordered_map<int, NodeItem*> nodeItems_;
   std::unordered_map<int, ClusterItem*> clusterItems_;
   std::vector<std::pair<EdgeItem*, std::pair<int, int>>> edgeItems_;

@@ -800,15 +800,12 @@ void MainWindow::showStage(int stage) {
   const std::optional<verify::StageResult> result = stageModel_->result(stage);
   const StageFocus focus = stageFocus(info, result);
   if (stage < stageMap_.stageCount() && logicalModel_ && parallelModel_) {
-    logicalView_->setLinkedElements({}, false);
-    parallelView_->setLinkedElements({}, false);
-    links_->clear();
     const int logicalFocus =
         focus.logicalOp.empty() ? -1 : logicalModel_->elementOfOp(kNone, focus.logicalOp);
     const int parallelFocus =
         focus.device == kNone ? -1 : parallelModel_->elementOfOp(focus.device, focus.parallelOp);
-    logicalView_->bringIntoView(stageMap_.logicalElements(stage), logicalFocus);
-    parallelView_->bringIntoView(stageMap_.parallelElements(stage), parallelFocus);
+    selection_->showStage(stageMap_.logicalElements(stage), logicalFocus, stageMap_.parallelElements(stage),
+                          parallelFocus, focus.logicalDiffers, focus.parallelDiffers);
   }
   cexPanel_->showStage(info, result, bugNote());
   if (!focus.parallelOp.empty()) showProperties(focus.parallelOp, false);
@@ -828,13 +825,16 @@ MainWindow::StageFocus MainWindow::stageFocus(const verify::StageInfo& stage,
   };
   if (result && result->counterexample)
     for (const verify::ElementDiff& d : result->counterexample->diffs) {
-      if (f.logicalOp.empty() && !d.logicalTensor.empty())
+      if (f.logicalOp.empty() && !d.logicalTensor.empty()) {
         f.logicalOp = producerOf(plan_->logical, d.logicalTensor);
+        f.logicalDiffers = !f.logicalOp.empty();
+      }
       if (!f.parallelOp.empty() || d.device == kNone) continue;
       const int index = plan_->deviceIndex(d.device);
       if (index == kNone) continue;
       f.parallelOp = producerOf(plan_->devices[static_cast<size_t>(index)].graph, d.tensor);
-      if (!f.parallelOp.empty()) f.device = index;
+      f.device = f.parallelOp.empty() ? kNone : index;
+      f.parallelDiffers = !f.parallelOp.empty();
     }
   if (f.parallelOp.empty() && !stage.parallelOps.empty()) {
     f.parallelOp = stage.parallelOps.front().op;

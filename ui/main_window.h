@@ -125,6 +125,8 @@ class MainWindow : public QMainWindow {
     int device = kNone;      // device index of parallelOp
     std::string parallelOp;  // the op whose value the counterexample names first
     std::string logicalOp;
+    // parallelOp / logicalOp are the ops whose values the counterexample names first (not a fallback)
+    bool parallelDiffers = false, logicalDiffers = false;
   };
   StageFocus stageFocus(const verify::StageInfo& stage,
                         const std::optional<verify::StageResult>& result) const;

@@ -37,7 +37,10 @@ size_t SelectionCoordinator::linkFrom(GraphView* source, const std::vector<int>&
 }
 
 void SelectionCoordinator::showStage(const std::vector<int>& logical, int logicalFocus,
-                                     const std::vector<int>& parallel, int parallelFocus) {
+                                     const std::vector<int>& parallel, int parallelFocus, bool logicalDiffers,
+                                     bool parallelDiffers) {
+  logical_->setFirstDifference(logicalDiffers ? logicalFocus : -1);
+  parallel_->setFirstDifference(parallelDiffers ? parallelFocus : -1);
   logical_->setLinkedElements({}, false);
   parallel_->setLinkedElements({}, false);
   links_->clear();

@@ -27,9 +27,10 @@ class SelectionCoordinator {
   // `source` selected `elements` (by the user or a search hit): the other view shows their counterparts.
   // Returns how many counterparts there are.
   size_t linkFrom(GraphView* source, const std::vector<int>& elements);
-  // A stage: both views select its elements and go to its focus element (-1: none), nothing linked.
+  // A stage: both views select its elements and go to its focus element (-1: none), nothing linked. A focus
+  // that `differs` is the element a counterexample names first, tagged as such.
   void showStage(const std::vector<int>& logical, int logicalFocus, const std::vector<int>& parallel,
-                 int parallelFocus);
+                 int parallelFocus, bool logicalDiffers, bool parallelDiffers);
 
   struct SearchStep {
     GraphView* view = nullptr;  // null: no match

@@ -156,6 +156,7 @@ class TestInspectorVerify : public QObject {
     const std::vector<int> selected = w.parallelView()->selectedNodes();
     QVERIFY(std::count(selected.begin(), selected.end(), failingLeaf) == 1);
     QVERIFY(w.parallelView()->isNodeInViewport(failingLeaf));
+    QCOMPARE(w.parallelView()->firstDifferenceNode(), failingLeaf);  // tagged apart from the stage's others
     qobject_cast<QDockWidget*>(w.propertiesPanel()->parentWidget())->raise();
     QVERIFY(waitForLayouts(w));
     saveScreenshot(w, "inspector-failure-properties");
