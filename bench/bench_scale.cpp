@@ -156,6 +156,16 @@ int main(int argc, char** argv) {
     else
       wanted.push_back(a);
   }
+  // An argument that is no row (a typo, --help) gets the usage, not an empty table.
+  for (const std::string& w : wanted)
+    if (std::none_of(kRows.begin(), kRows.end(), [&](const Row& r) { return r.id == w; })) {
+      FILE* out = w == "--help" ? stdout : stderr;
+      std::fprintf(out, "usage: bench_scale [--runs N] [--jobs N] [--timeout S] [ROW...]\nrows:");
+      for (const Row& r : kRows)
+        std::fprintf(out, " %s", r.id.c_str());
+      std::fprintf(out, "\n");
+      return w == "--help" ? 0 : 2;
+    }
   std::printf("%-6s %-12s %-28s %7s %7s %9s %7s %6s %8s %8s %7s %8s  %s\n", "row", "model", "parallel",
               "devices", "stated", "ops", "stages", "dist", "total s", "RSS MB", "TV s", "TV/ours",
               "phases (median s)");
