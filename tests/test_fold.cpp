@@ -155,6 +155,26 @@ class TestFold : public QObject {
              "the counterexample must name rank 45 of the plan as given");
   }
 
+  // What a view may fold: every replica of rank 45's line stands for its template except rank 45 itself; a
+  // line of two replicas that differ stands for nothing but itself.
+  void replicaTranslatesSetTheDeviantApart() {
+    const Plan plan = generated("llama-micro", "dp=64", "tv07-eps@layer=1,rank=45");
+    const stage::ReplicaTranslates t = stage::replicaTranslates(plan);
+    QCOMPARE(t.templateOf.size(), plan.devices.size());
+    const int deviant = plan.deviceIndex(45);
+    QCOMPARE(t.templateOf[static_cast<size_t>(deviant)], deviant);
+    int standing = 0;
+    for (size_t d = 0; d < plan.devices.size(); ++d)
+      standing += t.templateOf[d] != static_cast<int>(d);
+    QCOMPARE(standing, static_cast<int>(plan.devices.size()) - 2);  // all but the template and the deviant
+
+    const Plan two = generated("llama-micro", "dp=2", "tv07-eps@layer=1,rank=1");
+    const stage::ReplicaTranslates u = stage::replicaTranslates(two);
+    for (size_t d = 0; d < two.devices.size(); ++d)
+      QCOMPARE(u.templateOf[d], static_cast<int>(d));
+    QVERIFY(!u.why.empty());
+  }
+
   void wrongGroupMemberOnOneReplica() {
     Plan plan = generated("llama-micro", "dp=8");
     QVERIFY(dropGroupMember(plan, 5));
