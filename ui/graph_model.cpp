@@ -709,11 +709,21 @@ QString GraphModel::tooltip(int node) const {
     QString t = QStringLiteral("<b>%1</b><br>%2 nodes").arg(n.label.toHtmlEscaped()).arg(n.leafCount);
     if (!n.detail.isEmpty() && n.kind == HierarchyNode::Kind::Device) t += "<br>" + n.detail;
     if (n.replicas > 1) t += QStringLiteral("<br>stands for %1 data-parallel replicas").arg(n.replicas);
-    if (const GroupIdentity& id = identities_[node]; id.count > 1)
-      t += QStringLiteral("<br>identical to <b>%1</b>, \u00d7%2 (structure hash %3)")
-               .arg(nodes_[id.first].label.toHtmlEscaped())
+    if (const GroupIdentity& id = identities_[node]; id.count > 1) {
+      // Never "identical to" itself; a namesake on another device is named with its device.
+      auto where = [&](int group) {
+        QString text = QStringLiteral("<b>%1</b>").arg(nodes_[group].label.toHtmlEscaped());
+        for (int p = nodes_[group].parent; p > 0; p = nodes_[p].parent)
+          if (nodes_[p].kind == HierarchyNode::Kind::Device)
+            return text + QStringLiteral(" of %1").arg(nodes_[p].label.toHtmlEscaped());
+        return text;
+      };
+      t += (id.first == node
+                ? QStringLiteral("<br>the first of %2 identical groups (structure hash %3)")
+                : QStringLiteral("<br>identical to %1, one of %2 (structure hash %3)").arg(where(id.first)))
                .arg(id.count)
                .arg(id.hash, 16, 16, QLatin1Char('0'));
+    }
     return t + QStringLiteral("<br><i>double-click to %1</i>").arg(n.expanded ? "collapse" : "expand");
   }
   const Element& e = elements_[n.element];

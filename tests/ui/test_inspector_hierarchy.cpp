@@ -313,6 +313,8 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(m.identity(l1).count, 2);
     QCOMPARE(m.identity(l2).count, 1);
     QVERIFY(m.tooltip(l1).contains("identical to <b>layers.0</b>"));
+    QVERIFY(!m.tooltip(l0).contains("identical to"));  // never identical to itself
+    QVERIFY(m.tooltip(l0).contains("the first of 2 identical groups"));
     QVERIFY(m.node(l1).detail.contains(QStringLiteral("\u00d72")));
     // With the same kind everywhere all three are identical.
     GraphModel same = GraphModel::logical(threeLayers("neg"));
