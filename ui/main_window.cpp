@@ -818,10 +818,9 @@ MainWindow::StageFocus MainWindow::stageFocus(const verify::StageInfo& stage,
   StageFocus f;
   if (!plan_) return f;
   auto producerOf = [](const Graph& g, const std::string& tensor) -> std::string {
-    for (const Op& op : g.ops)
-      for (ValueId v : op.outputs)
-        if (g.values[static_cast<size_t>(v)].name == tensor) return op.id;
-    return {};
+    const ValueId v = g.findValue(tensor);
+    const OpId op = v == kNone ? kNone : g.values[static_cast<size_t>(v)].producer;
+    return op == kNone ? std::string() : g.ops[static_cast<size_t>(op)].id;
   };
   if (result && result->counterexample)
     for (const verify::ElementDiff& d : result->counterexample->diffs) {
