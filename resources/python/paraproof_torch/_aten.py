@@ -69,6 +69,8 @@ class Converter:
         self.used = set(reserved) | set(input_names)
         self.values = {}
         self.cur = None  # the node being converted (for scope and ids)
+        from ._storage import Memory
+        self.memory = Memory(self)  # views and in-place writes as torch has them
 
     # ---- emitting ----
     def fresh(self, base):
@@ -119,6 +121,7 @@ class Converter:
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         for n, name in zip(placeholders, self.input_names):
             self.values[n] = name
+            self.memory.fresh(n)
         _Record(self.gm).run(*self.input_examples)
         out_node = None
         for n in self.gm.graph.nodes:
@@ -133,6 +136,7 @@ class Converter:
             except _Unsupported as u:
                 loc, _ = node_line(n, self.script)
                 self.values[n] = Poison(f"{loc}: {u} in {self.where}")
+            self.memory.after(n)
             if isinstance(self.values[n], Poison) and "paraproof.send" in str(n.target):
                 raise ImportTorchError(f"{self.values[n].message} (needed by a send)")
         self.cur = None
@@ -140,7 +144,7 @@ class Converter:
 
     def value(self, a):
         if isinstance(a, torch.fx.Node):
-            return self.values[a]
+            return self.memory.read(a)
         if isinstance(a, (list, tuple)):
             return type(a)(self.value(x) for x in a)
         return a
@@ -172,9 +176,8 @@ class Converter:
         full = f"{ns}.{packet}.{overload}"
         h = HANDLERS.get(f"{ns}.{packet}.{overload}") or HANDLERS.get(f"{ns}.{packet}")
         if h is None and ns == "aten" and packet.endswith("_") and not packet.endswith("__"):
+            # In place: the out-of-place op gives the written tensor's new value (_storage.py its aliases').
             h = HANDLERS.get(f"aten.{packet[:-1]}.{overload}") or HANDLERS.get(f"aten.{packet[:-1]}")
-            if h is not None:
-                self._check_inplace_target(n)
         if h is None:
             raise _Unsupported(f"unsupported aten op '{full}'")
         # Defaults of the schema for arguments fx left out.
@@ -188,15 +191,8 @@ class Converter:
                 full_args.append(a.default_value)
             else:
                 full_args.append(None)
+        self.memory.record_call(n, h, full_args, full)
         return h(self, n, full_args, full)
-
-    def _check_inplace_target(self, n):
-        base = n.args[0]
-        if isinstance(base, torch.fx.Node) and isinstance(base.target, torch._ops.OpOverload):
-            name = base.target._schema.name.split("::")[-1]
-            if name in VIEW_OPS:
-                raise _Unsupported(f"an in-place '{n.target}' into a view ('{base.target}'): write the "
-                                   "result out of place (aliasing through views is not modelled)")
 
 
 class _Record(torch.fx.Interpreter):
@@ -211,9 +207,6 @@ class _Record(torch.fx.Interpreter):
 class _Unsupported(Exception):
     pass
 
-
-VIEW_OPS = {"view", "_unsafe_view", "slice", "select", "t", "transpose", "permute", "expand", "unsqueeze",
-            "squeeze", "alias", "split", "split_with_sizes", "unbind", "as_strided", "diagonal", "narrow"}
 
 HANDLERS = {}
 
