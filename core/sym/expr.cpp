@@ -1,10 +1,10 @@
 #include "core/sym/expr.h"
 
-#include <sys/mman.h>
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 
@@ -36,15 +36,28 @@ uint64_t constBits(const Node& n) {
   if (n.kind != Kind::Const) return 0;
   return n.sort == Sort::Real ? std::bit_cast<uint64_t>(n.value) : static_cast<uint64_t>(n.ivalue);
 }
+}  // namespace
 
+// What identifies a node, with its arguments borrowed: a lookup that hits allocates nothing.
+struct ExprPool::Key {
+  Kind kind;
+  Sort sort;
+  Fn fn;
+  uint32_t var;
+  uint64_t bits;
+  std::span<const ExprId> args;
+  static Key of(const Node& n) { return {n.kind, n.sort, n.fn, n.var, constBits(n), n.args}; }
+};
+
+namespace {
 // 32 bits: the probe position is its low bits, and a slot keeps all of it to skip most other nodes unread.
-uint32_t hashNode(const Node& n) {
+uint32_t hashKey(Kind kind, Sort sort, Fn fn, uint32_t var, uint64_t bits, std::span<const ExprId> args) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t x) { h = (h ^ x) * 1099511628211ull; };
-  mix(static_cast<uint64_t>(n.kind) | static_cast<uint64_t>(n.sort) << 8 | static_cast<uint64_t>(n.fn) << 16 |
-      static_cast<uint64_t>(n.var) << 24);
-  mix(constBits(n));
-  for (ExprId a : n.args)
+  mix(static_cast<uint64_t>(kind) | static_cast<uint64_t>(sort) << 8 | static_cast<uint64_t>(fn) << 16 |
+      static_cast<uint64_t>(var) << 24);
+  mix(bits);
+  for (ExprId a : args)
     mix(a);
   // splitmix64's finaliser: FNV leaves the low bits (the probe position) poorly mixed.
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -52,20 +65,6 @@ uint32_t hashNode(const Node& n) {
   return static_cast<uint32_t>(h ^ (h >> 31));
 }
 
-// Probes of a large index land on random pages: with 2 MB pages they miss the TLB far less (a hint only;
-// where the kernel does not follow it nothing changes).
-void preferHugePages(void* data, size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  if (bytes < 4 * kHuge) return;
-  const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-bool sameNode(const Node& a, const Node& b) {
-  return a.kind == b.kind && a.sort == b.sort && a.fn == b.fn && a.var == b.var &&
-         constBits(a) == constBits(b) && a.args == b.args;
-}
 }  // namespace
 
 template <class SameNode>
@@ -81,9 +80,8 @@ ExprId ExprPool::NodeIndex::find(uint32_t hash, SameNode same) const {
 
 void ExprPool::NodeIndex::insert(uint32_t hash, ExprId id) {
   if (2 * (count_ + 1) > slots_.size()) {
-    std::vector<Slot> old = std::move(slots_);
+    auto old = std::move(slots_);
     slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
-    preferHugePages(slots_.data(), slots_.size() * sizeof(Slot));
     count_ = 0;
     for (const Slot& s : old)
       if (s.id != kAbsent) insert(s.hash, s.id);
@@ -122,27 +120,44 @@ void ExprPool::freeze() {
   base_ = std::move(f);
 }
 
-ExprId ExprPool::push(Node n, uint32_t hash) {
+// Inputs are never looked up (each call makes a new one), so they stay out of the index: `hash` is null.
+ExprId ExprPool::push(Node n, const uint32_t* hash) {
   if (size() >= nodeLimit_)
     throw PoolLimitExceeded("more than " + std::to_string(nodeLimit_) + " expression nodes");
   ExprId id = static_cast<ExprId>(size());
   if ((id & 0xffff) == 0 && growthCheck_) growthCheck_();
-  const size_t capacity = nodes_.capacity();
   nodes_.push_back(std::move(n));
-  if (nodes_.capacity() != capacity) preferHugePages(nodes_.data(), nodes_.capacity() * sizeof(Node));
-  index_.insert(hash, id);
+  if (hash) index_.insert(*hash, id);
   return id;
 }
 
-ExprId ExprPool::intern(Node n) {
-  const uint32_t hash = hashNode(n);
+ExprId ExprPool::find(const Key& k, uint32_t hash) const {
+  auto same = [&k](const Node& n) {
+    return n.kind == k.kind && n.sort == k.sort && n.fn == k.fn && n.var == k.var && constBits(n) == k.bits &&
+           std::ranges::equal(n.args, k.args);
+  };
   if (base_) {
-    ExprId b = base_->index.find(hash, [&](ExprId id) { return sameNode(base_->nodes[id], n); });
+    ExprId b = base_->index.find(hash, [&](ExprId id) { return same(base_->nodes[id]); });
     if (b != NodeIndex::kAbsent) return b;
   }
-  ExprId hit = index_.find(hash, [&](ExprId id) { return sameNode(nodes_[id - baseSize_], n); });
+  return index_.find(hash, [&](ExprId id) { return same(nodes_[id - baseSize_]); });
+}
+
+ExprId ExprPool::intern(Node n) {
+  const Key k = Key::of(n);
+  const uint32_t hash = hashKey(k.kind, k.sort, k.fn, k.var, k.bits, k.args);
+  const ExprId hit = find(k, hash);
+  return hit != NodeIndex::kAbsent ? hit : push(std::move(n), &hash);
+}
+
+ExprId ExprPool::intern(Kind kind, Sort sort, std::initializer_list<ExprId> args) {
+  const Key k{kind, sort, Fn::Exp, 0, 0, std::span<const ExprId>(args.begin(), args.size())};
+  const uint32_t hash = hashKey(k.kind, k.sort, k.fn, k.var, k.bits, k.args);
+  const ExprId hit = find(k, hash);
   if (hit != NodeIndex::kAbsent) return hit;
-  return push(std::move(n), hash);
+  Node n{kind, sort};
+  n.args.assign(args);
+  return push(std::move(n), &hash);
 }
 
 ExprId ExprPool::real(double v) {
@@ -169,7 +184,7 @@ ExprId ExprPool::var(VarInfo info) {
   Node n{Kind::Var, info.sort};
   n.var = static_cast<uint32_t>(vars_.size());
   vars_.push_back({info.sort, static_cast<uint32_t>(families_.size() - 1), info.lo, info.hi});
-  return push(n, hashNode(n));  // a new input is a new node: no lookup
+  return push(n, nullptr);
 }
 
 std::vector<ExprId> ExprPool::vars(const std::string& name, const std::vector<int64_t>& shape, Sort sort,
@@ -185,7 +200,7 @@ std::vector<ExprId> ExprPool::vars(const std::string& name, const std::vector<in
     Node n{Kind::Var, sort};
     n.var = static_cast<uint32_t>(vars_.size());
     vars_.push_back({sort, family, lo, hi, i});
-    out.push_back(push(n, hashNode(n)));
+    out.push_back(push(n, nullptr));
   }
   return out;
 }
@@ -249,17 +264,20 @@ bool exactIntegerOp(bool sum, int64_t a, int64_t b, int64_t& out) {
 }
 }  // namespace
 
+// Two atoms (the common case: x*x, a+b) need no flattening and no folding.
+ExprId ExprPool::pair(Kind k, ExprId x, ExprId y) {
+  const Node &a = node(x), &b = node(y);
+  if (a.kind != k && b.kind != k && a.kind != Kind::Const && b.kind != Kind::Const)
+    return intern(k, a.sort, {std::min(x, y), std::max(x, y)});
+  return nary(k, {x, y});
+}
+
 ExprId ExprPool::nary(Kind k, std::vector<ExprId> in) {
   Sort s = in.empty() ? Sort::Real : node(in[0]).sort;
-  // Two atoms (the common case: x*x, a+b) need no flattening and no folding.
   if (in.size() == 2) {
     const Node &a = node(in[0]), &b = node(in[1]);
-    if (a.kind != k && b.kind != k && a.kind != Kind::Const && b.kind != Kind::Const) {
-      if (in[1] < in[0]) std::swap(in[0], in[1]);
-      Node n{k, s};
-      n.args = std::move(in);
-      return intern(std::move(n));
-    }
+    if (a.kind != k && b.kind != k && a.kind != Kind::Const && b.kind != Kind::Const)
+      return intern(k, s, {std::min(in[0], in[1]), std::max(in[0], in[1])});
   }
   // Flatten nested nodes of the same kind, and fold constants exactly (unfoldable constants stay separate
   // terms), in one pass.
@@ -355,13 +373,13 @@ ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
 }
 
 ExprId ExprPool::add(ExprId a, ExprId b) {
-  return nary(Kind::Add, {a, b});
+  return pair(Kind::Add, a, b);
 }
 ExprId ExprPool::add(std::vector<ExprId> t) {
   return nary(Kind::Add, std::move(t));
 }
 ExprId ExprPool::mul(ExprId a, ExprId b) {
-  return nary(Kind::Mul, {a, b});
+  return pair(Kind::Mul, a, b);
 }
 ExprId ExprPool::mul(std::vector<ExprId> f) {
   return nary(Kind::Mul, std::move(f));
@@ -389,9 +407,7 @@ ExprId ExprPool::div(ExprId a, ExprId b) {
     if ((m == 0.5 || m == -0.5) && exactProduct(1.0 / nb.value, nb.value, r) && r == 1.0)
       return mul(real(1.0 / nb.value), a);
   }
-  Node n{Kind::Div, Sort::Real};
-  n.args = {a, b};
-  return intern(std::move(n));
+  return intern(Kind::Div, Sort::Real, {a, b});
 }
 
 ExprId ExprPool::apply(Fn f, std::vector<ExprId> args) {
@@ -402,16 +418,12 @@ ExprId ExprPool::apply(Fn f, std::vector<ExprId> args) {
 }
 
 ExprId ExprPool::lt(ExprId a, ExprId b) {
-  Node n{Kind::Lt, Sort::Bool};
-  n.args = {a, b};
-  return intern(std::move(n));
+  return intern(Kind::Lt, Sort::Bool, {a, b});
 }
 
 ExprId ExprPool::le(ExprId a, ExprId b) {
   if (a == b) return boolean(true);
-  Node n{Kind::Le, Sort::Bool};
-  n.args = {a, b};
-  return intern(std::move(n));
+  return intern(Kind::Le, Sort::Bool, {a, b});
 }
 
 ExprId ExprPool::eq(ExprId a, ExprId b) {
@@ -419,40 +431,30 @@ ExprId ExprPool::eq(ExprId a, ExprId b) {
   const Node &na = node(a), &nb = node(b);
   if (na.kind == Kind::Const && nb.kind == Kind::Const && na.sort == Sort::Int && nb.sort == Sort::Int)
     return boolean(na.ivalue == nb.ivalue);
-  Node n{Kind::Eq, Sort::Bool};
-  n.args = {std::min(a, b), std::max(a, b)};
-  return intern(std::move(n));
+  return intern(Kind::Eq, Sort::Bool, {std::min(a, b), std::max(a, b)});
 }
 
 ExprId ExprPool::land(ExprId a, ExprId b) {
   if (isConst(a)) return node(a).ivalue ? b : a;
   if (isConst(b)) return node(b).ivalue ? a : b;
-  Node n{Kind::And, Sort::Bool};
-  n.args = {std::min(a, b), std::max(a, b)};
-  return intern(std::move(n));
+  return intern(Kind::And, Sort::Bool, {std::min(a, b), std::max(a, b)});
 }
 
 ExprId ExprPool::lor(ExprId a, ExprId b) {
   if (isConst(a)) return node(a).ivalue ? a : b;
   if (isConst(b)) return node(b).ivalue ? b : a;
-  Node n{Kind::Or, Sort::Bool};
-  n.args = {std::min(a, b), std::max(a, b)};
-  return intern(std::move(n));
+  return intern(Kind::Or, Sort::Bool, {std::min(a, b), std::max(a, b)});
 }
 
 ExprId ExprPool::lnot(ExprId a) {
   if (isConst(a)) return boolean(!node(a).ivalue);
-  Node n{Kind::Not, Sort::Bool};
-  n.args = {a};
-  return intern(std::move(n));
+  return intern(Kind::Not, Sort::Bool, {a});
 }
 
 ExprId ExprPool::ite(ExprId c, ExprId t, ExprId e) {
   if (t == e) return t;
   if (isConst(c)) return node(c).ivalue ? t : e;
-  Node n{Kind::Ite, node(t).sort};
-  n.args = {c, t, e};
-  return intern(std::move(n));
+  return intern(Kind::Ite, node(t).sort, {c, t, e});
 }
 
 ExprId ExprPool::toReal(ExprId i) {
@@ -462,9 +464,7 @@ ExprId ExprPool::toReal(ExprId i) {
     const double d = static_cast<double>(n.ivalue);
     if (std::fabs(d) < 0x1p63 && static_cast<int64_t>(d) == n.ivalue) return real(d);
   }
-  Node r{Kind::ToReal, Sort::Real};
-  r.args = {i};
-  return intern(std::move(r));
+  return intern(Kind::ToReal, Sort::Real, {i});
 }
 
 std::string ExprPool::str(ExprId e, int depth) const {

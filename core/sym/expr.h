@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/sym/huge_pages.h"
 
 namespace paraproof::sym {
 
@@ -132,9 +135,13 @@ class ExprPool {
   std::string str(ExprId e, int depth = 6) const;
 
  private:
+  struct Key;
+  ExprId find(const Key& k, uint32_t hash) const;  // NodeIndex::kAbsent when new
   ExprId intern(Node n);
-  ExprId push(Node n, uint32_t hash);  // appends a node known to be new
+  ExprId intern(Kind kind, Sort sort, std::initializer_list<ExprId> args);  // allocates only when new
+  ExprId push(Node n, const uint32_t* hash);                                // appends a node known to be new
   ExprId nary(Kind k, std::vector<ExprId> args);
+  ExprId pair(Kind k, ExprId a, ExprId b);
   ExprId extremum(Kind k, std::vector<ExprId> args);
 
   // Hash-consing index: an open-addressing set of node ids that compares against the nodes themselves, so
@@ -152,16 +159,16 @@ class ExprPool {
       uint32_t hash = 0;  // the hash's high half: most probes of other nodes stop here
       ExprId id = kAbsent;
     };
-    std::vector<Slot> slots_;  // a power of two, at most half full
+    std::vector<Slot, HugePageAllocator<Slot>> slots_;  // a power of two, at most half full
     size_t count_ = 0;
   };
   struct Frozen {
-    std::vector<Node> nodes;
+    std::vector<Node, HugePageAllocator<Node>> nodes;
     NodeIndex index;
   };
   std::shared_ptr<const Frozen> base_;  // nodes [0, baseSize_)
   size_t baseSize_ = 0;
-  std::vector<Node> nodes_;  // nodes [baseSize_, size())
+  std::vector<Node, HugePageAllocator<Node>> nodes_;  // nodes [baseSize_, size())
   struct VarFamily {
     std::string name;
     std::vector<int64_t> shape;
