@@ -117,8 +117,8 @@ class TestImportTorch : public QObject {
   void errors_data() {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QString>("what");
-    QTest::newRow("unsupported aten op") << kErrors + "/unsupported_op.py"
-                                         << "unsupported aten op 'aten.abs";
+    QTest::newRow("unsupported aten ops") << kErrors + "/unsupported_op.py"
+                                          << "unsupported aten op 'aten.sign";
     QTest::newRow("placement does not divide") << kErrors + "/bad_placement.py"
                                                << "placement of 'w' does not divide its shape";
     QTest::newRow("collective on a group without the rank")
@@ -140,6 +140,10 @@ class TestImportTorch : public QObject {
     QCOMPARE(imported.exitCode, 2);
     QVERIFY2(imported.err.contains("error: " + where) && imported.err.contains(what),
              qPrintable(imported.err));
+    // Every unsupported op the outputs need is named at once, each on its own line.
+    if (const int second = markedLine(script, "# ERROR-LINE-2"); second > 0)
+      QVERIFY2(imported.err.contains("error: " + script + ":" + QString::number(second) + ": "),
+               qPrintable(imported.err));
     QVERIFY(!QFile::exists(dir.filePath("plan.json")));
 
     const QString report = dir.filePath("report.json");

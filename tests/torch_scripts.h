@@ -18,10 +18,11 @@ inline QString readText(const QString& path) {
   return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
 }
 
-// The line of an error-case script marked "# ERROR-LINE" (1-based; -1: none), the line its error must name.
-inline int markedLine(const QString& script) {
+// The line of an error-case script marked "# ERROR-LINE" (1-based; -1: none), the line its error must name;
+// "# ERROR-LINE-2" marks a second one the same error must name.
+inline int markedLine(const QString& script, const QString& marker = "# ERROR-LINE") {
   const QStringList lines = readText(script).split('\n');
   for (int i = 0; i < lines.size(); ++i)
-    if (lines[i].contains("# ERROR-LINE")) return i + 1;
+    if (lines[i].contains(marker)) return i + 1;
   return -1;
 }

@@ -15,8 +15,20 @@ DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", to
 
 
 class Poison:
-    def __init__(self, message):
-        self.message = message
+    """What makes a value unavailable: every unsupported construct it depends on, in trace order (one import
+    names them all, not one per try)."""
+
+    def __init__(self, message, more=()):
+        self.messages = list(dict.fromkeys([message, *more]))
+
+    @property
+    def message(self):
+        return "\nerror: ".join(self.messages)
+
+    @staticmethod
+    def merge(poisons, own=None):
+        msgs = [m for p in poisons for m in p.messages] + ([own] if own else [])
+        return Poison(msgs[0], msgs[1:])
 
 
 def node_line(node, script):
@@ -149,6 +161,13 @@ class Converter:
             return type(a)(self.value(x) for x in a)
         return a
 
+    def _unsupported(self, n, poisons, why):
+        """An op with no mapping: an error, or a poison joining those of its inputs (all are reported)."""
+        if not poisons:
+            raise _Unsupported(why)
+        loc, _ = node_line(n, self.script)
+        return Poison.merge(poisons, f"{loc}: {why} in {self.where}")
+
     def convert(self, n):
         if n.op == "get_attr":
             t = getattr(self.gm, n.target)
@@ -163,13 +182,11 @@ class Converter:
         kwargs = {k: self.value(v) for k, v in n.kwargs.items()}
         if isinstance(n.target, torch._ops.OpOverload) and "native_layer_norm_backward" in str(n.target):
             args[3] = args[4] = None  # the forward's mean/rstd: the registry's backward recomputes them
-        for a in list(args) + list(kwargs.values()):
-            for p in (a if isinstance(a, (list, tuple)) else [a]):
-                if isinstance(p, Poison):
-                    return p
+        poisons = [p for a in list(args) + list(kwargs.values())
+                   for p in (a if isinstance(a, (list, tuple)) else [a]) if isinstance(p, Poison)]
         target = n.target
         if not isinstance(target, torch._ops.OpOverload):
-            raise _Unsupported(f"unsupported call {getattr(target, '__name__', target)}")
+            return self._unsupported(n, poisons, f"unsupported call {getattr(target, '__name__', target)}")
         ns = target.namespace
         packet = target._schema.name.split("::")[-1]
         overload = target._overloadname
@@ -179,7 +196,9 @@ class Converter:
             # In place: the out-of-place op gives the written tensor's new value (_storage.py its aliases').
             h = HANDLERS.get(f"aten.{packet[:-1]}.{overload}") or HANDLERS.get(f"aten.{packet[:-1]}")
         if h is None:
-            raise _Unsupported(f"unsupported aten op '{full}'")
+            return self._unsupported(n, poisons, f"unsupported aten op '{full}'")
+        if poisons:
+            return Poison.merge(poisons)
         # Defaults of the schema for arguments fx left out.
         schema_args = target._schema.arguments
         full_args = list(args)
@@ -572,6 +591,50 @@ def _reduce_all(c, n, a, full):
     return c.emit(kind, [a[0]], {"dims": list(range(r))})
 
 
+_MSE_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+@handles("aten.mse_loss")
+def _mse_loss(c, n, a, full):
+    shape = in_shape(n.args[0])
+    d = c.emit("square", [c.emit("sub", [a[0], c.bcast(a[1], in_shape(n.args[1]), shape)])])
+    red = _MSE_REDUCTIONS.get(a[2] if a[2] is not None else 1)
+    if red == "none" or not shape:
+        return d
+    return c.emit(red, [d], {"dims": list(range(len(shape)))})
+
+
+@handles("aten.mse_loss_backward")
+def _mse_loss_backward(c, n, a, full):
+    # d/dx of (x - t)^2, reduced: 2 (x - t) g, divided by the element count for the mean.
+    shape = in_shape(n.args[1])
+    red = _MSE_REDUCTIONS.get(a[3] if a[3] is not None else 1)
+    diff = c.emit("sub", [a[1], c.bcast(a[2], in_shape(n.args[2]), shape)])
+    g = c.bcast(a[0], in_shape(n.args[0]), shape)
+    count = 1
+    for e in shape:
+        count *= e
+    factor = 2.0 / count if red == "mean" and count else 2.0
+    return c.emit("scale", [c.emit("mul", [diff, g])], {"factor": factor})
+
+
+@handles("aten.abs")
+def _abs(c, n, a, full):
+    return c.emit("maximum", [a[0], c.emit("neg", [a[0]])])  # |x| = max(x, -x), exactly
+
+
+@handles("aten.stack")
+def _stack(c, n, a, full):
+    nodes = list(n.args[0])
+    r = len(out_shape(c, n))
+    dim = _norm_dim(a[1] or 0, r)
+    parts = []
+    for v, t in zip(a[0], nodes):
+        piece = in_shape(t)
+        parts.append(c.reshape(v, piece, piece[:dim] + [1] + piece[dim:]))
+    return parts[0] if len(parts) == 1 else c.emit("concat", parts, {"dim": dim})
+
+
 @handles("aten._softmax", "aten._log_softmax")
 def _softmax(c, n, a, full):
     kind = "softmax" if "_softmax" == full.split(".")[1] else "log_softmax"
@@ -618,13 +681,6 @@ def _ln_eps(n):
     if fwd is None or "native_layer_norm" not in str(fwd.target):
         raise _Unsupported("native_layer_norm_backward whose statistics are not from native_layer_norm")
     return fwd.args[4]
-
-
-def _poison_arg(values):
-    for v in values:
-        if isinstance(v, Poison):
-            return v
-    return None
 
 
 @handles("aten.embedding")

@@ -231,10 +231,16 @@ def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples):
     out_node = c.run()
     results = out_node.args[0]
     ops_out = []
+    needed = {}  # every unsupported construct an output needs, with the first output that needs it
     for key, r in zip(keys, results):
         v = c.value(r)
         if isinstance(v, _aten.Poison):
-            raise ImportTorchError(f"{v.message} (needed by output {key!r})")
+            for m in v.messages:
+                needed.setdefault(m, key)
+    if needed:
+        raise ImportTorchError("\nerror: ".join(f"{m} (needed by output {k!r})" for m, k in needed.items()))
+    for key, r in zip(keys, results):
+        v = c.value(r)
         c.cur = r if isinstance(r, torch.fx.Node) and r.op != "placeholder" else None
         c.emit("identity", [v], out_names=[out_names[key]])
         ops_out.append(out_names[key])
