@@ -635,6 +635,32 @@ def _stack(c, n, a, full):
     return parts[0] if len(parts) == 1 else c.emit("concat", parts, {"dim": dim})
 
 
+@handles("aten.arange")
+def _arange(c, n, a, full):
+    overload = full.split(".")[2]
+    start, end, step = (0, a[0], 1) if overload == "default" else (a[0], a[1], a[2] if overload == "start_step" else 1)
+    if not all(isinstance(x, int) for x in (start, end, step)) or step != 1:
+        raise _Unsupported(f"'{full}' other than integer bounds with step 1")
+    dt = DTYPES.get(c.meta(n).dtype)
+    if dt is None:
+        raise _Unsupported(f"'{full}' of dtype {c.meta(n).dtype}")
+    return c.emit("iota", [], {"n": max(0, end - start), "start": start, "dtype": dt})
+
+
+@handles("aten.topk")
+def _topk(c, n, a, full):
+    r = len(in_shape(n.args[0]))
+    dim = _norm_dim(a[2] if a[2] is not None else -1, r)
+    if dim != r - 1 or a[3] is False:
+        raise _Unsupported(f"'{full}' other than the largest along the last dim")
+    return c.emit("topk", [a[0]], {"k": int(a[1])}, n_out=2)
+
+
+@handles("paraproof_leaf.one_hot")
+def _one_hot(c, n, a, full):
+    return c.emit("one_hot", [a[0]], {"num_classes": int(a[1]), "dtype": "i64"})
+
+
 @handles("aten._softmax", "aten._log_softmax")
 def _softmax(c, n, a, full):
     kind = "softmax" if "_softmax" == full.split(".")[1] else "log_softmax"

@@ -93,6 +93,8 @@ LOCAL = {
     "embedding": lambda x, a: [_emb(x[0], x[1], a.get("start", 0))],
     "embedding_backward": lambda x, a: [_emb_bw(x[0], x[1], a["num_embeddings"], a.get("start", 0))],
     "one_hot": lambda x, a: [_one_hot(x[0], a)],
+    "iota": lambda x, a: [torch.arange(a.get("start", 0), a.get("start", 0) + a["n"], dtype=_DT[a.get("dtype", "i64")])],
+    "topk": lambda x, a: list(torch.topk(x[0], a["k"], dim=-1)),
 }
 
 COMM = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send", "recv"}

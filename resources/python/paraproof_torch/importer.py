@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _dist, _scopes
+from . import _aten, _dist, _leaves, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -255,6 +255,7 @@ def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples):
 def import_script(path):
     script = Script(path)
     _dist.patch()
+    _leaves.patch()
     _dist.S.script = script.path
     _dist.begin_trace("logical", 0, 1 << 16)  # MESH is not known yet: any rank of a group is fine
     mod = _load_module(script, "mesh")
