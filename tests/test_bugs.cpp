@@ -105,7 +105,8 @@ class TestBugs : public QObject {
     QTest::addColumn<QString>("message");
     QTest::newRow("layer on another stage") << "dp=2,tp=2,pp=2,mb=2"
                                             << "tv07-eps@layer=3,rank=0"
-                                            << "does not hold";
+                                            << "rank 0 does not hold layer 3: pipeline stage 1 of 2 does, "
+                                               "on ranks 4-7";
     QTest::newRow("needs sp") << "dp=2,tp=2"
                               << "tv04-allgather-as-allreduce"
                               << "needs sp";

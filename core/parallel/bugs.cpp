@@ -841,6 +841,10 @@ BugRequest parseInjection(const std::string& text) {
   return r;
 }
 
+bool bugIsPerLayer(const std::string& id) {
+  return itemFor(id).needs.layer;
+}
+
 Injection injectBug(Plan& plan, const std::string& text) {
   const BugRequest req = parseInjection(text);
   const Item& item = itemFor(req.id);

@@ -44,6 +44,10 @@ struct BadInjection : std::invalid_argument {
 // Parses "tv07-eps@layer=1,rank=2,mb=0" (the "@..." part optional). Throws BadInjection.
 BugRequest parseInjection(const std::string& text);
 
+// Whether the bug is placed in a layer (its site's layer counts), or is step-level (the layer is ignored).
+// Throws BadInjection for an unknown id.
+bool bugIsPerLayer(const std::string& id);
+
 // What was changed: the ranks and op ids mutated, and the place actually chosen.
 struct Injection {
   std::string id;

@@ -169,6 +169,42 @@ std::pair<int, int> stageBlocks(int stage, int stages, int layers) {
   return {first, last};
 }
 
+// An injection site that cannot apply, found from the spec alone before any graph is built (a rank outside
+// the mesh, a micro-batch or layer the plan does not have, a rank on a pipeline stage without the layer),
+// with what would apply. injectBug checks the plan again; this only makes the answer immediate.
+void checkInjectionSite(const std::string& inject, const Degrees& d, int layers) {
+  const BugRequest req = parseInjection(inject);
+  const InjectionSite& at = req.site;
+  if (at.rank >= d.devices())
+    throw BadInjection("--inject: rank=" + std::to_string(at.rank) +
+                       " is not a device of the plan (ranks 0.." + std::to_string(d.devices() - 1) + ")");
+  if (at.microBatch >= d.mb)
+    throw BadInjection("--inject: mb=" + std::to_string(at.microBatch) + " but the plan has " +
+                       std::to_string(d.mb) + " micro-batches");
+  if (at.layer < 0 || !bugIsPerLayer(req.id)) return;
+  if (at.layer >= layers)
+    throw BadInjection("--inject: layer=" + std::to_string(at.layer) + " but the plan has " +
+                       std::to_string(layers) + " layers");
+  int holder = 0;  // the pipeline stage whose blocks hold the layer (block layer + 1)
+  while (stageBlocks(holder, d.pp, layers).second < at.layer + 1)
+    ++holder;
+  if (at.rank < 0 || ShardContext::coordOf(d, at.rank).pp == holder) return;
+  std::vector<int> ranks;
+  for (int r = 0; r < d.devices(); ++r)
+    if (ShardContext::coordOf(d, r).pp == holder) ranks.push_back(r);
+  std::string which;
+  if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size())) {
+    which = "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  } else {
+    for (size_t i = 0; i < ranks.size() && i < 8; ++i)
+      which += (i ? ", " : "ranks ") + std::to_string(ranks[i]);
+    if (ranks.size() > 8) which += ", ... (" + std::to_string(ranks.size()) + " ranks)";
+  }
+  throw BadInjection("--inject: rank " + std::to_string(at.rank) + " does not hold layer " +
+                     std::to_string(at.layer) + ": pipeline stage " + std::to_string(holder) + " of " +
+                     std::to_string(d.pp) + " does, on " + which);
+}
+
 // Returns the program's state pairs (on the logical graph: the plan's state declaration).
 std::vector<StatePair> buildProgram(const ModelConfig& cfg, const StepShape& shape, const ShardContext& ctx,
                                     const std::string& schedule, Graph& g,
@@ -267,6 +303,7 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   d.mb = spec.mb;
   d.zero = spec.zero;
   d.sp = spec.sp;
+  if (!options.inject.empty()) checkInjectionSite(options.inject, d, shape.layers);
   // Compact micro-batches: only copies 0 and 1 are built (with an injected bug also the bug's, or 0-3 when
   // the bug's is 0 or 1 or left to the injector, which then picks 0: the template moves to 1 and 2); the
   // others are their translates (Plan::microbatches). Every stated copy is checked, so stating no more than
