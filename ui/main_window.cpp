@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -289,6 +290,9 @@ void MainWindow::buildActions() {
   zoo->setShortcut(QKeySequence::New);
   open->setIconText(tr("Open"));
   zoo->setIconText(tr("Model Zoo"));
+  savePlanAction_ = file->addAction(tr("&Save Plan As\u2026"), this, &MainWindow::savePlanDialog);
+  savePlanAction_->setShortcut(QKeySequence::Save);
+  savePlanAction_->setEnabled(false);
   file->addSeparator();
   QAction* exportViewAction =
       file->addAction(icon("export"), tr("Export &View as PNG/SVG\u2026"), this, &MainWindow::exportView);
@@ -479,6 +483,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   planPath_ = source;
   std::shared_ptr<const Plan> previous = std::move(plan_);
   plan_ = std::make_shared<const Plan>(std::move(plan));
+  savePlanAction_->setEnabled(true);
   haveReport_ = false;
   stageInfos_.clear();
   ++stagesVersion_;
@@ -947,6 +952,40 @@ void MainWindow::openZooDialog() {
   ZooDialog dialog(this);
   if (dialog.exec() != QDialog::Accepted) return;
   if (std::optional<Plan> plan = dialog.takePlan()) openPlan(std::move(*plan), describe(dialog.request()));
+}
+
+void MainWindow::savePlanDialog() {
+  if (!plan_) return;
+  QSettings s;
+  const QString suggested =
+      QDir(s.value("files/lastDir").toString())
+          .filePath(QString::fromStdString(plan_->name.empty() ? std::string("plan") : plan_->name) +
+                    ".json");
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save Plan"), suggested, tr("ParaProof plans (*.json)"));
+  if (path.isEmpty()) return;
+  s.setValue("files/lastDir", QFileInfo(path).absolutePath());
+  savePlanInBackground(path);
+}
+
+bool MainWindow::savePlanInBackground(const QString& path, bool dialogOnError) {
+  if (!plan_) return false;
+  statusBar()->showMessage(tr("Saving the plan to %1\u2026").arg(path));
+  // The plan is shared and immutable: the pool thread holds it even if another plan is opened meanwhile.
+  QtConcurrent::run([plan = plan_, file = path.toStdString()] {
+    try {
+      savePlan(*plan, file);
+      return QString();
+    } catch (const std::exception& e) {
+      return QString::fromUtf8(e.what());
+    }
+  }).then(this, [this, path, dialogOnError](const QString& error) {
+    statusBar()->showMessage(
+        error.isEmpty() ? tr("Saved the plan to %1").arg(path) : tr("Save failed: %1").arg(error), 5000);
+    emit planSaved(path, error);
+    if (!error.isEmpty() && dialogOnError) QMessageBox::warning(this, tr("Save failed"), error);
+  });
+  return true;
 }
 
 void MainWindow::exportView() {

@@ -56,6 +56,10 @@ class MainWindow : public QMainWindow {
   // laid out. Opening another plan meanwhile drops the stale build.
   void openPlan(Plan plan, const QString& source);
   const Plan* plan() const { return plan_.get(); }
+  // Writes the open plan (generated, imported or loaded) as JSON on a pool thread, atomically (a temporary
+  // file renamed); planSaved reports the end (and, with `dialogOnError`, a failure in a message box). False
+  // when there is no plan.
+  bool savePlanInBackground(const QString& path, bool dialogOnError = true);
 
   void runVerification();
   void cancelVerification();
@@ -86,6 +90,7 @@ class MainWindow : public QMainWindow {
   void openFailed(const QString& error);  // a background load or import failed (one diagnostic a line)
   void hierarchyBuilt();  // the views show the hierarchies of the current plan (layouts may still run)
   void verificationFinished(const paraproof::verify::Report& report);
+  void planSaved(const QString& path, const QString& error);  // error empty: written
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -132,6 +137,7 @@ class MainWindow : public QMainWindow {
                         const std::optional<verify::StageResult>& result) const;
   void openDialog();
   void openZooDialog();
+  void savePlanDialog();
   void exportView();
   void exportReport();
   void showSettings();
@@ -153,6 +159,7 @@ class MainWindow : public QMainWindow {
   StageMap stageMap_;
   verify::Options options_;
   bool haveReport_ = false;
+  QAction* savePlanAction_ = nullptr;
 
   GraphView* logicalView_;
   GraphView* parallelView_;

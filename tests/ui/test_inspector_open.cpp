@@ -4,9 +4,11 @@
 #include <QElapsedTimer>
 #include <QPushButton>
 #include <QStatusBar>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <future>
 
+#include "core/plan/json_io.h"
 #include "inspector_test_support.h"
 #include "ui/hierarchy_builder.h"
 #include "ui/zoo_dialog.h"
@@ -187,6 +189,38 @@ class TestInspectorOpen : public QObject {
     QVERIFY(dialog.isEnabled());
     const std::optional<Plan> plan = dialog.takePlan();
     QVERIFY(plan && !plan->devices.empty());
+  }
+
+  // File > Save Plan As: a generated plan is written on a pool thread, atomically, and the file opens as the
+  // same plan (devices, ops, lineage) in the CLI's loader; a path that cannot be written is an error, not a
+  // crash, and leaves no file.
+  void aGeneratedPlanIsSavedAndReloads() {
+    MainWindow w;
+    QVERIFY(!w.savePlanInBackground("/nonexistent/plan.json", false));  // no plan yet
+    QVERIFY(showZooPlan(w, "llama3-8b", "dp=2,tp=2,pp=2,mb=2", 2));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("saved.json");
+    QSignalSpy saved(&w, &MainWindow::planSaved);
+    QVERIFY(w.savePlanInBackground(path, false));
+    QTRY_COMPARE_WITH_TIMEOUT(saved.count(), 1, 60000);
+    QCOMPARE(saved.first().at(1).toString(), QString());
+    const Plan reloaded = loadPlan(path.toStdString());
+    const Plan& shown = *w.plan();
+    QCOMPARE(reloaded.devices.size(), shown.devices.size());
+    QCOMPARE(reloaded.logical.ops.size(), shown.logical.ops.size());
+    for (size_t d = 0; d < shown.devices.size(); ++d) {
+      QCOMPARE(reloaded.devices[d].rank, shown.devices[d].rank);
+      QCOMPARE(reloaded.devices[d].graph.ops.size(), shown.devices[d].graph.ops.size());
+      QCOMPARE(reloaded.devices[d].lineage.size(), shown.devices[d].lineage.size());
+    }
+    QVERIFY(!QFile::exists(path + ".tmp"));
+
+    saved.clear();
+    const QString unwritable = dir.filePath("no-such-dir/saved.json");
+    QVERIFY(w.savePlanInBackground(unwritable, false));
+    QTRY_COMPARE_WITH_TIMEOUT(saved.count(), 1, 60000);
+    QVERIFY(!saved.first().at(1).toString().isEmpty());
+    QVERIFY(!QFile::exists(unwritable));
   }
 };
 
