@@ -84,6 +84,12 @@ class TestImportTorch : public QObject {
       const QString base = QFileInfo(script).fileName();
       QVERIFY2(QRegularExpression(QRegularExpression::escape(base) + ":\\d+").match(verified.out).hasMatch(),
                qPrintable(verified.out));
+      // ...led by the line of the op whose value differs first.
+      QVERIFY2(
+          QRegularExpression("first difference: \\S* ?" + QRegularExpression::escape(base) + ":\\d+ \\(rank")
+              .match(verified.out)
+              .hasMatch(),
+          qPrintable(verified.out));
     }
   }
 
@@ -118,7 +124,10 @@ class TestImportTorch : public QObject {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QString>("what");
     QTest::newRow("unsupported aten ops") << kErrors + "/unsupported_op.py"
-                                          << "unsupported aten op 'aten.sign";
+                                          << "unsupported aten op 'aten.cumsum";
+    QTest::newRow("precondition broken by the step")
+        << kErrors + "/precondition_broken_by_step.py"
+        << "logical's 'v.new' breaks NonNegative(), which INPUTS declares for 'v'";
     QTest::newRow("placement does not divide") << kErrors + "/bad_placement.py"
                                                << "placement of 'w' does not divide its shape";
     QTest::newRow("collective on a group without the rank")

@@ -167,6 +167,7 @@ int runVerify(const std::vector<std::string>& argv) {
     report.phases.insert(report.phases.begin(), {generated ? "generate" : "load", loadSeconds});
     report.seconds += loadSeconds;
     verify::annotateCommunication(report, plan);
+    verify::annotateFirstDifference(report, plan);
     // The differential test of an imported script (--check-numerics) is reported beside the proof.
     if (auto it = plan.metadata.find("check_numerics"); it != plan.metadata.end() && it->is_object())
       report.notes.push_back(

@@ -8,6 +8,7 @@
 namespace paraproof::ops {
 
 void registerElementwise(std::vector<OpDef>& reg);    // elementwise.cpp
+void registerSelection(std::vector<OpDef>& reg);      // selection.cpp
 void registerShapeOps(std::vector<OpDef>& reg);       // shape_ops.cpp
 void registerLinalg(std::vector<OpDef>& reg);         // linalg.cpp
 void registerReductions(std::vector<OpDef>& reg);     // reductions.cpp

@@ -80,6 +80,13 @@ const std::map<std::string, Entry>& table() {
     for (const char* n : {"add", "sub", "mul", "div", "maximum", "minimum"})
       m[n] = {binaryFamily, "a, b", "y (the broadcast shape)", {}};
 
+    const char* const selection = "Comparison and selection (numpy broadcasting; masks are i64 0/1)";
+    m["compare"] = {selection,
+                    "a, b (both float or both integer)",
+                    "y (i64 0/1, the broadcast shape)",
+                    {choice("cmp", {"eq", "ne", "lt", "le", "gt", "ge"}, true, "", "the relation")}};
+    m["where"] = {selection, "cond (integer), a, b", "y (the broadcast shape, a's dtype)", {}};
+
     const char* const creation = "Creation";
     m["constant"] = {creation,
                      "none",

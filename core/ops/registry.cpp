@@ -13,6 +13,7 @@ struct Registry {
   std::unordered_map<std::string, size_t> index;
   Registry() {
     registerElementwise(defs);
+    registerSelection(defs);
     registerShapeOps(defs);
     registerLinalg(defs);
     registerReductions(defs);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "core/solver/concrete_check.h"
@@ -20,6 +22,23 @@ double toDouble(const z3::expr& v) {
   Z3_string s = Z3_get_numeral_decimal_string(v.ctx(), v, 24);
   if (v.ctx().check_error() != Z3_OK || !s) return 0.0;
   return std::strtod(s, nullptr);  // stops at the trailing '?' of a truncated expansion
+}
+
+// The integer inputs an obligation reads (each once), walking both sides' DAG.
+std::vector<uint32_t> integerInputs(const sym::ExprPool& pool, const Obligation& ob) {
+  std::vector<uint32_t> found;
+  std::vector<sym::ExprId> stack = {ob.expected, ob.actual};
+  std::unordered_set<sym::ExprId> seen;
+  while (!stack.empty()) {
+    sym::ExprId e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    const sym::Node& n = pool.node(e);
+    if (n.kind == sym::Kind::Var && n.sort == sym::Sort::Int) found.push_back(n.var);
+    for (sym::ExprId a : n.args)
+      stack.push_back(a);
+  }
+  return found;
 }
 
 // Inputs no obligation depends on still need a value: 0, or the nearest value of an integer's range.
@@ -69,10 +88,59 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
     }
     // No "timeout" parameter anywhere: Z3's timer threads serialise concurrent proofs; the engine interrupts.
     z3::expr d = (enc.realTerm(ob.expected) - enc.realTerm(ob.actual)).simplify(p);
-    bool proved = d.is_numeral() && Z3_get_numeral_string(ctx, d) == std::string("0");
+    bool proved = isZero(d) || splitsToZero(run, enc, ob, d, p);
     if (!proved) left.push_back(pending[k]);
   }
   return left;
+}
+
+bool Z3Proof::isZero(const z3::expr& d) const {
+  return d.is_numeral() && Z3_get_numeral_string(*ctx_, d) == std::string("0");
+}
+
+// A difference that reads a few integers of small ranges (a token's target id compared with a rank's
+// vocabulary range, a position with a mask's row) is an identity iff it simplifies to 0 at every value they
+// can take: the ranges are the inputs' whole domains (their side conditions), so enumerating them is the
+// universal claim, and each instance's comparisons and selections fold away. Bounded by kMaxCases instances;
+// otherwise the search decides.
+bool Z3Proof::splitsToZero(const Run& run, const Z3Encoding& enc, const Obligation& ob, const z3::expr& d,
+                           const z3::params& p) {
+  constexpr int64_t kMaxCases = 64;
+  std::vector<uint32_t> ints = integerInputs(run.problem.pool, ob);
+  if (ints.empty()) return false;
+  int64_t cases = 1;
+  const auto& slots = run.problem.pool.vars();
+  for (uint32_t v : ints) {
+    const sym::VarSlot& slot = slots[v];
+    if (slot.hi <= slot.lo) return false;  // unbounded: an integer that indexes nothing
+    cases *= slot.hi - slot.lo;
+    if (cases > kMaxCases) return false;
+  }
+  std::unordered_map<uint32_t, z3::expr> constOf;
+  for (const auto& [index, x] : enc.variables())
+    constOf.emplace(index, x);
+  z3::expr_vector src(*ctx_);
+  for (uint32_t v : ints) {
+    auto it = constOf.find(v);
+    if (it == constOf.end()) return false;
+    src.push_back(it->second);
+  }
+  std::vector<int64_t> at(ints.size());
+  for (size_t i = 0; i < ints.size(); ++i)
+    at[i] = slots[ints[i]].lo;
+  for (int64_t c = 0; c < cases; ++c) {
+    if (run.stop()) return false;
+    z3::expr_vector dst(*ctx_);
+    for (int64_t value : at)
+      dst.push_back(ctx_->int_val(value));
+    z3::expr instance = d;
+    if (!isZero(instance.substitute(src, dst).simplify(p))) return false;
+    for (size_t i = 0; i < ints.size(); ++i) {  // the next assignment, odometer order
+      if (++at[i] < slots[ints[i]].hi) break;
+      at[i] = slots[ints[i]].lo;
+    }
+  }
+  return true;
 }
 
 std::vector<double> Z3Proof::readModel(const Run& run, const z3::model& m, const Z3Encoding& enc) {

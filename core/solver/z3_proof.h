@@ -38,6 +38,9 @@ class Z3Proof {
 
  private:
   std::vector<size_t> presimplify(const Run& run, const Z3Encoding& enc, std::vector<size_t> pending);
+  bool isZero(const z3::expr& d) const;
+  bool splitsToZero(const Run& run, const Z3Encoding& enc, const Obligation& ob, const z3::expr& d,
+                    const z3::params& p);
   z3::solver makeSolver();
   Result counterexample(const Run& run, z3::solver& s, const Z3Encoding& enc);
   std::vector<double> readModel(const Run& run, const z3::model& m, const Z3Encoding& enc);

@@ -170,6 +170,11 @@ Json reportToJson(const Report& r) {
     Json sj{{"id", s.id},         {"kind", stageKindName(s.kind)}, {"devices", s.devices},
             {"scopes", s.scopes}, {"logical_ops", s.logicalOps},   {"outputs", s.outputs},
             {"hash", s.hash}};
+    if (s.firstDifference)
+      sj["first_difference"] = {{"rank", s.firstDifference->rank},
+                                {"op", s.firstDifference->op},
+                                {"tensor", s.firstDifference->tensor},
+                                {"scope", s.firstDifference->scope}};
     sj["parallel_ops"] = Json::array();
     for (const auto& p : s.parallelOps)
       sj["parallel_ops"].push_back({{"rank", p.rank}, {"op", p.op}});
@@ -242,6 +247,10 @@ std::string reportToText(const Report& r, bool verbose) {
     if (!verbose && res.status == solver::Status::Verified) continue;
     os << "\nstage " << s.id << " [" << stageKindName(s.kind) << "] " << solver::statusName(res.status)
        << " (" << res.engine << ", " << fmt(res.seconds) << " s)\n";
+    if (s.firstDifference)
+      os << "  first difference: " << (s.firstDifference->scope.empty() ? "-" : s.firstDifference->scope)
+         << " (rank " << s.firstDifference->rank << " op '" << s.firstDifference->op << "', value '"
+         << s.firstDifference->tensor << "')\n";
     os << "  scopes:  " << (s.scopes.empty() ? "-" : join(s.scopes, ", ")) << "\n";
     os << "  devices: " << devicesString(s.devices) << "\n";
     os << "  logical ops: " << (s.logicalOps.empty() ? "-" : join(s.logicalOps, ", ")) << "\n";

@@ -48,6 +48,13 @@ struct StageInfo {
   std::vector<std::string> outputs;             // logical tensors whose lineage it checks
   std::string hash;                             // canonical form; equal hashes => equal verdicts
   std::vector<CommunicationRef> communication;  // filled by annotateCommunication (report_annotate.h)
+  // A failed stage: the device op whose value differs first in the counterexample (annotateFirstDifference);
+  // `scopes` then lead with its scope and follow the device ops' order.
+  struct FirstDifference {
+    int rank = 0;
+    std::string op, tensor, scope;
+  };
+  std::optional<FirstDifference> firstDifference;
 };
 
 // Display-ready counterexample: concrete values, the element that differs, where.

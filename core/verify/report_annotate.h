@@ -14,6 +14,11 @@ namespace paraproof::verify {
 // Fills StageInfo::communication for every stage.
 void annotateCommunication(Report& report, const Plan& plan);
 
+// For every failed stage with a counterexample: the device op that produces the first differing value (the
+// earliest in its device's op order) and its scope, put first in StageInfo::scopes; the other scopes follow
+// in the order their ops run (device ops, then logical ones), so the first line is where to look.
+void annotateFirstDifference(Report& report, const Plan& plan);
+
 // Patterns the differing elements fit, in words; empty when none fits.
 std::vector<std::string> counterexampleHints(const CounterexampleReport& c,
                                              const std::vector<CommunicationRef>& communication);

@@ -5,7 +5,8 @@ A SCRIPT.py defines MESH, INPUTS, logical(...), parallel(rank, ...) and PLACEMEN
 traces both with make_fx and writes the plan.
 """
 
-__all__ = ["Mesh", "Shard", "Replicate", "Partial", "ImportTorchError"]
+__all__ = ["Mesh", "Shard", "Replicate", "Partial", "ImportTorchError", "NonNegative", "Mask", "OneHot",
+           "Probabilities"]
 
 
 class ImportTorchError(Exception):
@@ -78,3 +79,7 @@ class Partial:
 
     def __repr__(self):
         return "Partial()"
+
+
+# Input preconditions (INPUTS[name] = (shape, dtype, precondition)); after ImportTorchError, which they raise.
+from ._preconditions import Mask, NonNegative, OneHot, Probabilities  # noqa: E402

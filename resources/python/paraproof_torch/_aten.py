@@ -10,8 +10,15 @@ import torch
 
 from . import ImportTorchError
 
+# A bool tensor is an i64 tensor of 0 and 1 in the plan (comparisons give 0/1, `where` reads nonzero as true):
+# the verifier's arithmetic has no booleans, and every producer of a bool here yields only 0 or 1.
 DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.float64: "f64",
-          torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}
+          torch.int64: "i64", torch.int32: "i32", torch.bool: "i64"}
+
+# Non-finite fills (`float("-inf")` in a causal mask) stand for this magnitude: over the reals a masked score
+# x - 1e30 still differs from x (so a mask applied on one side only is caught), and in float64 exp() of it
+# is 0 as torch's exp(-inf) is (so the import's self-check holds the reading to torch's values).
+INF_STANDIN = 1e30
 
 
 class Poison:
@@ -73,9 +80,10 @@ def _norm_dim(d, rank):
 
 
 class Converter:
-    def __init__(self, gm, script, where, input_names, reserved, input_examples):
+    def __init__(self, gm, script, where, input_names, reserved, input_examples, preconditions=None):
         self.gm, self.script, self.where = gm, script, where
         self.input_names = input_names
+        self.preconditions = preconditions or {}  # input name -> (Precondition, torch dtype)
         self.input_examples = input_examples
         self.ops = []
         self.used = set(reserved) | set(input_names)
@@ -116,7 +124,34 @@ class Converter:
         return node.meta.get("val")
 
     def const(self, shape, value, dtype="f32"):
-        return self.emit("constant", [], {"shape": list(shape), "value": float(value), "dtype": dtype})
+        value = float(value)
+        if value != value:
+            raise _Unsupported("a NaN constant: ParaProof works over the reals")
+        if value in (float("inf"), float("-inf")):
+            value = INF_STANDIN if value > 0 else -INF_STANDIN
+        return self.emit("constant", [], {"shape": list(shape), "value": value, "dtype": dtype})
+
+    def to_dtype(self, x, src, dst):
+        """x of torch dtype src as torch dtype dst: a bool is `x != 0`, other changes a cast."""
+        if dst == torch.bool and src != torch.bool:
+            return self.emit("compare", [x, self.const([], 0, DTYPES[src])], {"cmp": "ne"})
+        if DTYPES.get(dst) is None:
+            raise _Unsupported(f"dtype {dst}")
+        return x if DTYPES[src] == DTYPES[dst] else self.emit("cast", [x], {"dtype": DTYPES[dst]})
+
+    def promoted(self, n, args, ports):
+        """args with the tensor operands at `ports` cast to the result's dtype where torch promotes an
+        integer or bool operand to a float result (`x * mask`, `g / count`)."""
+        out = self.meta(n)
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        args = list(args)
+        for i in ports:
+            node = n.args[i] if i < len(n.args) else None
+            if isinstance(node, torch.fx.Node) and out.dtype.is_floating_point:
+                src = node.meta["val"].dtype
+                if not src.is_floating_point:
+                    args[i] = self.to_dtype(args[i], src, out.dtype)
+        return args
 
     def reshape(self, x, in_shape, out_shape):
         if list(in_shape) == list(out_shape):
@@ -133,6 +168,9 @@ class Converter:
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         for n, name in zip(placeholders, self.input_names):
             self.values[n] = name
+            if name in self.preconditions:  # the step reads f(input) (_preconditions.py)
+                pre, dtype = self.preconditions[name]
+                self.values[n] = pre.emit(self, name, dtype)
             self.memory.fresh(n)
         _Record(self.gm).run(*self.input_examples)
         out_node = None
@@ -270,11 +308,13 @@ def _identity(c, n, a, full):
 
 @handles("aten._to_copy", "aten.to")
 def _to_copy(c, n, a, full):
-    src = DTYPES.get(n.args[0].meta["val"].dtype)
-    dst = DTYPES.get(c.meta(n).dtype)
-    if dst is None:
-        raise _Unsupported(f"'{full}' to dtype {c.meta(n).dtype}")
-    return a[0] if src == dst else c.emit("cast", [a[0]], {"dtype": dst})
+    return c.to_dtype(a[0], n.args[0].meta["val"].dtype, c.meta(n).dtype)
+
+
+def _integer_result(c, n):
+    """Integer arithmetic with a number (`target - vocab_start`): exact integer ops, not float scalars."""
+    v = c.meta(n)
+    return isinstance(v, torch.Tensor) and not v.dtype.is_floating_point
 
 
 def _scalar_or_tensor(c, n, a, tensor_kind, scalar_fn):
@@ -286,7 +326,10 @@ def _scalar_or_tensor(c, n, a, tensor_kind, scalar_fn):
 
 @handles("aten.add")
 def _add(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     alpha = a[2] if len(a) > 2 and a[2] is not None else 1
+    if _is_num(a[1]) and _integer_result(c, n):
+        return c.emit("add", [a[0], c.const([], a[1] * alpha, DTYPES[c.meta(n).dtype])])
     if _is_num(a[1]):
         return c.emit("add_scalar", [a[0]], {"value": float(a[1]) * alpha})
     b = a[1] if alpha == 1 else c.emit("scale", [a[1]], {"factor": float(alpha)})
@@ -295,7 +338,10 @@ def _add(c, n, a, full):
 
 @handles("aten.sub")
 def _sub(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     alpha = a[2] if len(a) > 2 and a[2] is not None else 1
+    if _is_num(a[1]) and _integer_result(c, n):
+        return c.emit("sub", [a[0], c.const([], a[1] * alpha, DTYPES[c.meta(n).dtype])])
     if _is_num(a[1]):
         return c.emit("add_scalar", [a[0]], {"value": -float(a[1]) * alpha})
     b = a[1] if alpha == 1 else c.emit("scale", [a[1]], {"factor": float(alpha)})
@@ -304,6 +350,7 @@ def _sub(c, n, a, full):
 
 @handles("aten.rsub")
 def _rsub(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     alpha = a[2] if len(a) > 2 and a[2] is not None else 1
     x = c.emit("scale", [a[0]], {"factor": -float(alpha)})
     if _is_num(a[1]):
@@ -313,13 +360,27 @@ def _rsub(c, n, a, full):
 
 @handles("aten.mul")
 def _mul(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
+    if _is_num(a[1]) and _integer_result(c, n):
+        return c.emit("mul", [a[0], c.const([], a[1], DTYPES[c.meta(n).dtype])])
     if _is_num(a[1]):
         return c.emit("scale", [a[0]], {"factor": float(a[1])})
     return c.emit("mul", [a[0], a[1]])
 
 
+@handles("aten.addcmul", "aten.addcdiv")
+def _addc(c, n, a, full):
+    # self + value * t1 * t2 (addcmul) or self + value * t1 / t2 (addcdiv): torch.optim's Adam update.
+    t = c.emit("mul" if "addcmul" in full else "div", [a[1], a[2]])
+    value = a[3] if a[3] is not None else 1
+    if value != 1:
+        t = c.emit("scale", [t], {"factor": float(value)})
+    return c.emit("add", [a[0], t])
+
+
 @handles("aten.div.Tensor", "aten.div.Scalar")
 def _div(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     if _is_num(a[1]):
         if a[1] == 0:
             raise _Unsupported("division by the constant 0")
@@ -329,11 +390,13 @@ def _div(c, n, a, full):
 
 @handles("aten.maximum")
 def _maximum(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     return c.emit("maximum", [a[0], a[1]])
 
 
 @handles("aten.minimum")
 def _minimum(c, n, a, full):
+    a = c.promoted(n, a, (0, 1))
     return c.emit("minimum", [a[0], a[1]])
 
 
@@ -527,10 +590,7 @@ def _unbind(c, n, a, full):
 @handles("aten.copy", "aten.copy_")
 def _copy(c, n, a, full):
     dst, src = n.args[0].meta["val"], n.args[1].meta["val"]
-    x = a[1]
-    if DTYPES.get(dst.dtype) != DTYPES.get(src.dtype):
-        x = c.emit("cast", [x], {"dtype": DTYPES[dst.dtype]})
-    return c.bcast(x, _shape(src), _shape(dst))
+    return c.bcast(c.to_dtype(a[1], src.dtype, dst.dtype), _shape(src), _shape(dst))
 
 
 # ---- linear algebra ----
@@ -565,15 +625,6 @@ def _reduce(c, n, a, full):
     if r == 0:
         return a[0]
     return c.emit(kind, [a[0]], {"dims": _dims(a[1], r), "keepdim": bool(a[2])})
-
-
-@handles("aten.max.dim")
-def _max_dim(c, n, a, full):
-    # The values only (torch.max(x, dim)[0], e.g. a softmax shift under no_grad); the indices are poison.
-    r = len(in_shape(n.args[0]))
-    vals = c.emit("max", [a[0]], {"dims": [_norm_dim(a[1], r)], "keepdim": bool(a[2])})
-    loc, _ = node_line(n, c.script)
-    return [vals, Poison(f"{loc}: the indices of '{full}' (argmax) are not supported in {c.where}")]
 
 
 @handles("aten.max.default")
@@ -670,7 +721,18 @@ def _softmax(c, n, a, full):
 @handles("aten._softmax_backward_data", "aten._log_softmax_backward_data")
 def _softmax_bw(c, n, a, full):
     kind = "softmax_backward" if full.split(".")[1] == "_softmax_backward_data" else "log_softmax_backward"
-    return c.emit(kind, [a[1], a[0]], {"dim": _norm_dim(a[2], len(in_shape(n.args[0])))})
+    dim = _norm_dim(a[2], len(in_shape(n.args[0])))
+    fwd = n.args[1]
+    while isinstance(fwd, torch.fx.Node) and str(fwd.target) in ("aten.detach.default", "aten.alias.default"):
+        fwd = fwd.args[0]  # autograd saves the forward's output through a detach
+    if kind == "log_softmax_backward" and "aten._log_softmax" in str(fwd.target):
+        # dy - softmax(x) * sum(dy), with softmax(x) from x rather than exp(log_softmax(x)): exp is
+        # uninterpreted in the proof, so exp(x - m - log s) = exp(x - m) / s (how every parallel form writes
+        # it) would not be provable.
+        sm = c.emit("softmax", [c.value(fwd.args[0])], {"dim": dim})
+        total = c.emit("sum", [a[0]], {"dims": [dim], "keepdim": True})
+        return c.emit("sub", [a[0], c.emit("mul", [sm, total])])
+    return c.emit(kind, [a[1], a[0]], {"dim": dim})
 
 
 # ---- nn ----
@@ -865,3 +927,7 @@ def _select_backward(c, n, a, full):
     piece[dim] = 1
     g = c.reshape(a[0], in_shape(n.args[0]), piece)
     return _pad_along(c, g, sizes, dim, i, i + 1, DTYPES[c.meta(n).dtype])
+
+
+# Handlers of masks and indexing live beside this module; importing them registers them.
+from . import _masks, _indexing  # noqa: E402,F401  (after HANDLERS exists)

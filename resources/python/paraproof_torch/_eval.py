@@ -58,6 +58,21 @@ def _one_hot(ids, a):
     return oh.to(_DT[a.get("dtype", "f32")])
 
 
+_CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+def _topk_indicator(x, k):
+    idx = torch.topk(x, k, dim=-1).indices
+    return torch.zeros_like(x).scatter(-1, idx, 1.0)
+
+
+def _gather(x, idx, dim):
+    n = x.shape[dim]
+    ok = (idx >= 0) & (idx < n)
+    out = torch.gather(x, dim, idx.clamp(0, max(n - 1, 0)))
+    return out * ok.to(out.dtype)
+
+
 LOCAL = {
     "identity": lambda x, a: [x[0]],
     "neg": lambda x, a: [-x[0]], "exp": lambda x, a: [x[0].exp()], "log": lambda x, a: [x[0].log()],
@@ -95,6 +110,10 @@ LOCAL = {
     "one_hot": lambda x, a: [_one_hot(x[0], a)],
     "iota": lambda x, a: [torch.arange(a.get("start", 0), a.get("start", 0) + a["n"], dtype=_DT[a.get("dtype", "i64")])],
     "topk": lambda x, a: list(torch.topk(x[0], a["k"], dim=-1)),
+    "topk_indicator": lambda x, a: [_topk_indicator(x[0], a["k"])],
+    "compare": lambda x, a: [_CMP[a["cmp"]](x[0], x[1]).to(torch.int64)],
+    "where": lambda x, a: [torch.where(x[0] != 0, x[1], x[2])],
+    "gather": lambda x, a: [_gather(x[0], x[1], a["dim"])],
 }
 
 COMM = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send", "recv"}

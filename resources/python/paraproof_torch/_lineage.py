@@ -10,9 +10,9 @@ import torch
 from ._eval import COMM, evaluate, random_inputs, simulate
 
 # Data movement is cheap to keep inside a stage; a max may equal the global one by chance (the maximum lay in
-# this shard), so selections are never cut.
-_SKIP = COMM | {"identity", "constant", "reshape", "transpose", "broadcast_to", "cast", "max", "maximum",
-                "minimum"}
+# this shard), so selections (max, where, topk) and masks are never cut.
+_SKIP = COMM | {"identity", "constant", "reshape", "transpose", "broadcast_to", "cast", "slice", "concat", "split",
+                "gather", "max", "maximum", "minimum", "where", "compare", "topk", "topk_indicator", "iota"}
 _MAX_BOXES = 64
 
 

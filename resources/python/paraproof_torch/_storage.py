@@ -101,8 +101,10 @@ class Memory:
             return
         k = written_argument(n) if _schema(n) is not None else None
         if k is not None:
-            target = n.args[k] if k < len(n.args) else None
-            if k != 0 or target not in self.where:
+            name = _schema(n).arguments[k].name
+            target = n.args[k] if k < len(n.args) else n.kwargs.get(name)
+            # The first argument (x.op_()) or an out= variant (torch.exp(x, out=y)): the result is written.
+            if (k != 0 and name != "out") or target not in self.where:
                 self._poison_all(n, target, "an in-place write to an argument other than the first")
                 return
             root, chain = self.where[target]

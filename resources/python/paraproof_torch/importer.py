@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _dist, _leaves, _scopes
+from . import _aten, _dist, _leaves, _preconditions, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -93,26 +93,35 @@ def _required(script, mod, name, kind):
 
 
 DTYPE_NAMES = {torch.float32: "f32", torch.float: "f32", torch.bfloat16: "bf16", torch.float16: "f16",
-               torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}
+               torch.float64: "f64", torch.int64: "i64", torch.int32: "i32", torch.bool: "i64"}  # bool: 0/1
 
 
 def _inputs(script, mod):
-    raw = _required(script, mod, "INPUTS", 'a dict name -> (shape, dtype)')
+    raw = _required(script, mod, "INPUTS", 'a dict name -> (shape, dtype[, precondition])')
     if not isinstance(raw, dict) or not raw:
         raise ImportTorchError(f"{script.at(script.def_lines.get('INPUTS'))}: INPUTS must be a non-empty dict "
-                               "name -> (shape, dtype)")
+                               "name -> (shape, dtype[, precondition])")
     out = {}
     for name, spec in raw.items():
         where = script.key_at("INPUTS", name)
-        if not (isinstance(spec, (tuple, list)) and len(spec) == 2):
-            raise ImportTorchError(f"{where}: INPUTS[{name!r}] must be (shape, dtype), got {spec!r}")
-        shape, dtype = spec
+        if not (isinstance(spec, (tuple, list)) and len(spec) in (2, 3)):
+            raise ImportTorchError(f"{where}: INPUTS[{name!r}] must be (shape, dtype) or (shape, dtype, "
+                                   f"precondition), got {spec!r}")
+        shape, dtype = spec[0], spec[1]
+        pre = spec[2] if len(spec) == 3 else None
+        if pre is not None and not isinstance(pre, _preconditions.Precondition):
+            raise ImportTorchError(f"{where}: INPUTS[{name!r}]'s third entry {pre!r} is not a precondition "
+                                   "(NonNegative(), Mask(), OneHot(), Probabilities() from paraproof_torch)")
         if not all(isinstance(s, int) and s >= 0 for s in shape):
             raise ImportTorchError(f"{where}: INPUTS[{name!r}] shape {shape!r} is not a list of sizes")
         if dtype not in DTYPE_NAMES:
             raise ImportTorchError(f"{where}: INPUTS[{name!r}] dtype {dtype} is not supported (float32, "
                                    "bfloat16, float16, float64, int64, int32, bool)")
-        out[name] = (list(shape), dtype)
+        if pre is not None:
+            pre.check_dtype(dtype, where)
+        if dtype == torch.bool:
+            pre = _preconditions.BoolValue()
+        out[name] = (list(shape), dtype, pre)
     return out
 
 
@@ -184,7 +193,9 @@ class Layout:
         return lin
 
 
-def _example(shape, dtype):
+def _example(shape, dtype, pre=None):
+    if pre is not None:
+        return pre.example(shape, dtype)
     if dtype.is_floating_point:
         return torch.randn(shape, dtype=dtype)
     return torch.zeros(shape, dtype=dtype)
@@ -225,9 +236,10 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
     return gm, keys
 
 
-def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples):
+def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples, preconditions):
     """ParaProof graph dict (inputs, ops, outputs) of a traced step; out_names[k] names output key k."""
-    c = _aten.Converter(gm, script.path, where, [n for n, _, _ in input_specs], reserved, examples)
+    c = _aten.Converter(gm, script.path, where, [n for n, _, _ in input_specs], reserved, examples,
+                        preconditions)
     out_node = c.run()
     results = out_node.args[0]
     ops_out = []
@@ -267,14 +279,16 @@ def import_script(path):
     placements = _required(script, mod, "PLACEMENTS", "a dict tensor -> {axis: placement}")
     logical = _required(script, mod, "logical", "the single-device step")
     _required(script, mod, "parallel", "one rank's step")
-    layouts = {n: Layout(script, mesh, n, shape, placements.get(n), "an input") for n, (shape, _) in
-               inputs.items()}
+    layouts = {n: Layout(script, mesh, n, spec[0], placements.get(n), "an input") for n, spec in inputs.items()}
+    preconditions = {n: (spec[2], spec[1]) for n, spec in inputs.items() if spec[2] is not None}
+    for n, (pre, _) in preconditions.items():
+        _preconditions.check_layout(pre, n, layouts[n], script.key_at("INPUTS", n))
 
     # The logical step, on full shapes.
     _dist.begin_trace("logical", 0, mesh.size)
     logical = _load_module(script, "logical").logical
     names = list(inputs)
-    args = [_example(inputs[n][0], inputs[n][1]) for n in names]
+    args = [_example(*inputs[n]) for n in names]
     gm, keys = _trace(script, logical, "logical", names, args, "logical")
     for k in placements:
         if k not in inputs and k not in keys:
@@ -287,8 +301,9 @@ def import_script(path):
                                    f"{{{k!r}: {k + '.new'!r}}} for a parameter and its update)")
     reserved = set(names) | set(keys)
     specs = [(n, inputs[n][0], DTYPE_NAMES[inputs[n][1]]) for n in names]
-    lgraph, lconv = _graph(script, gm, keys, "logical", specs, {k: k for k in keys}, reserved, args)
-    _self_check(script, gm, keys, lgraph, names, args)
+    lgraph, lconv = _graph(script, gm, keys, "logical", specs, {k: k for k in keys}, reserved, args,
+                           preconditions)
+    _self_check(script, gm, keys, lgraph, names, args, inputs)
     out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
     out_vals = {k: n.meta["val"] for k, n in zip(keys, out_node.args[0])}
     for k, v in out_vals.items():
@@ -296,6 +311,7 @@ def import_script(path):
     state = getattr(mod, "STATE", None)
     if state is not None:
         lgraph["state"] = _state(script, state, inputs, keys)
+        _check_state_preconditions(script, lgraph, inputs, names, out_vals)
 
     devices = []
     for rank in range(mesh.size):
@@ -303,7 +319,7 @@ def import_script(path):
         _dist.begin_trace("parallel", rank, mesh.size)
         rmod = _load_module(script, f"rank{rank}")
         where = f"parallel (rank {rank})"
-        args = [_example(layouts[n].local_shape(coord), inputs[n][1]) for n in names]
+        args = [_example(layouts[n].local_shape(coord), inputs[n][1], inputs[n][2]) for n in names]
         fn = rmod.parallel
         gm, pkeys = _trace(script, lambda *a: fn(rank, *a), "parallel", names, args, where,
                            getattr(fn, "__globals__", None))
@@ -316,7 +332,8 @@ def import_script(path):
             raise ImportTorchError(f"{script.ret_at('parallel')}: parallel returns {extra[0]!r} on rank {rank}, "
                                    "which logical does not return (outputs must have the same names)")
         dspecs = [(n, layouts[n].local_shape(coord), DTYPE_NAMES[inputs[n][1]]) for n in names]
-        dgraph, _ = _graph(script, gm, pkeys, where, dspecs, {k: k for k in pkeys}, reserved, args)
+        dgraph, _ = _graph(script, gm, pkeys, where, dspecs, {k: k for k in pkeys}, reserved, args,
+                           preconditions)
         out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
         for k, node in zip(pkeys, out_node.args[0]):
             want = layouts[k].local_shape(coord)
@@ -348,13 +365,14 @@ def import_script(path):
     return plan
 
 
-def _self_check(script, gm, keys, lgraph, names, args):
+def _self_check(script, gm, keys, lgraph, names, args, inputs):
     """The mapped logical graph, evaluated in float64, must reproduce what torch computed while tracing: a
     mapping bug of the importer would otherwise be proved about the wrong model."""
     if os.environ.get("PARAPROOF_TORCH_NO_SELFCHECK"):
         return
     from . import _eval
-    ins = {n: (a.double() if a.dtype.is_floating_point else a) for n, a in zip(names, args)}
+    raw = [inputs[n][2].raw(a) if inputs[n][2] is not None else a for n, a in zip(names, args)]
+    ins = {n: (a.double() if a.dtype.is_floating_point else a.long()) for n, a in zip(names, raw)}
     got = _eval.evaluate(lgraph, ins)
     out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
     for k, node in zip(keys, out_node.args[0]):
@@ -364,6 +382,31 @@ def _self_check(script, gm, keys, lgraph, names, args):
                                    f"reproduce torch's value of {k!r} (max abs difference {err:.3g}): a bug of "
                                    "the importer's aten mapping, please report it with SCRIPT.py "
                                    "(PARAPROOF_TORCH_NO_SELFCHECK=1 skips this check)")
+
+
+def _check_state_preconditions(script, lgraph, inputs, names, traced, samples=16):
+    """A successor STATE feeds back as an input must keep that input's precondition: checked on the traced
+    values and on `samples` more random inputs that honour every precondition (a test, not a proof)."""
+    from . import _eval
+    pairs = [p for p in lgraph["state"] if inputs[p["input"]][2] is not None]
+    if not pairs:
+        return
+    runs = [traced]
+    for _ in range(samples):
+        raw = {}
+        for n in names:
+            shape, dtype, pre = inputs[n]
+            x = _example(shape, dtype, pre)
+            x = pre.raw(x) if pre is not None else x
+            raw[n] = x.double() if x.dtype.is_floating_point else x.long()
+        runs.append(_eval.evaluate(lgraph, raw))
+    for p in pairs:
+        pre = inputs[p["input"]][2]
+        for values in runs:
+            if not pre.holds(values[p["output"]]):
+                raise ImportTorchError(f"{script.key_at('STATE', p['input'])}: logical's {p['output']!r} breaks "
+                                       f"{pre!r}, which INPUTS declares for {p['input']!r}, the input STATE feeds "
+                                       "it back as")
 
 
 def _placement_str(p):
