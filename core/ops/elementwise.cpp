@@ -146,13 +146,11 @@ OpDef binary(std::string name, std::string summary, BinaryFn fn, bool allowInteg
   d.minInputs = d.maxInputs = 2;
   d.summary = std::move(summary);
   d.infer = [allowInteger](const std::vector<TensorType>& in, const Json&) {
-    bool ia = isInteger(in[0].dtype), ib = isInteger(in[1].dtype);
     if (!allowInteger) {
       requireFloat(in[0], "a");
       requireFloat(in[1], "b");
-    } else if (ia != ib || in[0].dtype == DType::Bool || in[1].dtype == DType::Bool) {
-      throw ShapeError("operands must be both float or both integer, got a " + typeString(in[0]) + ", b " +
-                       typeString(in[1]));
+    } else {
+      requireSameKind(in[0], in[1], "a", "b");
     }
     return std::vector<TensorType>{{st::broadcastShape(in[0].shape, in[1].shape), in[0].dtype}};
   };

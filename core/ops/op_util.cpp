@@ -130,6 +130,12 @@ void requireFloat(const TensorType& t, const std::string& what) {
     throw ShapeError(what + " must be a float tensor, got " + typeString(t));
 }
 
+void requireSameKind(const TensorType& a, const TensorType& b, const char* aName, const char* bName) {
+  if (a.dtype == DType::Bool || b.dtype == DType::Bool || isInteger(a.dtype) != isInteger(b.dtype))
+    throw ShapeError(std::string("operands must be both float or both integer, got ") + aName + " " +
+                     typeString(a) + ", " + bName + " " + typeString(b));
+}
+
 void requireInteger(const TensorType& t, const std::string& what) {
   if (!isInteger(t.dtype))
     throw ShapeError(what + " must be an integer tensor (i64/i32), got " + typeString(t));

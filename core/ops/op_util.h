@@ -38,6 +38,8 @@ Shape shapeAttr(const Json& attrs, const char* key);
 
 void requireFloat(const TensorType& t, const std::string& what);
 void requireInteger(const TensorType& t, const std::string& what);
+// Operands of one arithmetic or comparison: both float or both integer (no bool).
+void requireSameKind(const TensorType& a, const TensorType& b, const char* aName, const char* bName);
 void requireRank(const TensorType& t, size_t rank, const std::string& what);
 void requireMinRank(const TensorType& t, size_t rank, const std::string& what);
 void requireShape(const TensorType& t, const Shape& s, const std::string& what);

@@ -11,12 +11,6 @@ using namespace util;
 
 const std::initializer_list<const char*> kRelations = {"eq", "ne", "lt", "le", "gt", "ge"};
 
-void requireSameKind(const TensorType& a, const TensorType& b, const char* an, const char* bn) {
-  if (a.dtype == DType::Bool || b.dtype == DType::Bool || isInteger(a.dtype) != isInteger(b.dtype))
-    throw ShapeError(std::string("operands must be both float or both integer, got ") + an + " " +
-                     typeString(a) + ", " + bn + " " + typeString(b));
-}
-
 ExprId relation(ExprPool& p, const std::string& cmp, ExprId a, ExprId b) {
   if (cmp == "eq") return p.eq(a, b);
   if (cmp == "ne") return p.lnot(p.eq(a, b));

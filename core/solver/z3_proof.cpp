@@ -78,6 +78,12 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
   // The default blow-up bound (10) gives up on exactly the products we need expanded; 10^4 monomials keeps
   // one call under a few seconds and leaves bigger expansions to the solver.
   p.set("som_blowup", 10000u);
+  // The Z3 constant of every bounded integer input, for the case split; empty (and the split skipped, with no
+  // walk of any obligation) when the stage has none.
+  std::unordered_map<uint32_t, z3::expr> bounded;
+  const auto& slots = run.problem.pool.vars();
+  for (const auto& [index, x] : enc.variables())
+    if (slots[index].sort == sym::Sort::Int && slots[index].hi > slots[index].lo) bounded.emplace(index, x);
   std::vector<size_t> left;
   for (size_t k = 0; k < pending.size(); ++k) {
     if (run.stop()) return pending;
@@ -88,7 +94,7 @@ std::vector<size_t> Z3Proof::presimplify(const Run& run, const Z3Encoding& enc, 
     }
     // No "timeout" parameter anywhere: Z3's timer threads serialise concurrent proofs; the engine interrupts.
     z3::expr d = (enc.realTerm(ob.expected) - enc.realTerm(ob.actual)).simplify(p);
-    bool proved = isZero(d) || splitsToZero(run, enc, ob, d, p);
+    bool proved = isZero(d) || (!bounded.empty() && splitsToZero(run, bounded, ob, d, p));
     if (!proved) left.push_back(pending[k]);
   }
   return left;
@@ -103,27 +109,20 @@ bool Z3Proof::isZero(const z3::expr& d) const {
 // can take: the ranges are the inputs' whole domains (their side conditions), so enumerating them is the
 // universal claim, and each instance's comparisons and selections fold away. Bounded by kMaxCases instances;
 // otherwise the search decides.
-bool Z3Proof::splitsToZero(const Run& run, const Z3Encoding& enc, const Obligation& ob, const z3::expr& d,
-                           const z3::params& p) {
+bool Z3Proof::splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3::expr>& bounded,
+                           const Obligation& ob, const z3::expr& d, const z3::params& p) {
   constexpr int64_t kMaxCases = 64;
   std::vector<uint32_t> ints = integerInputs(run.problem.pool, ob);
   if (ints.empty()) return false;
-  int64_t cases = 1;
   const auto& slots = run.problem.pool.vars();
-  for (uint32_t v : ints) {
-    const sym::VarSlot& slot = slots[v];
-    if (slot.hi <= slot.lo) return false;  // unbounded: an integer that indexes nothing
-    cases *= slot.hi - slot.lo;
-    if (cases > kMaxCases) return false;
-  }
-  std::unordered_map<uint32_t, z3::expr> constOf;
-  for (const auto& [index, x] : enc.variables())
-    constOf.emplace(index, x);
+  int64_t cases = 1;
   z3::expr_vector src(*ctx_);
   for (uint32_t v : ints) {
-    auto it = constOf.find(v);
-    if (it == constOf.end()) return false;
+    auto it = bounded.find(v);
+    if (it == bounded.end()) return false;  // unbounded: an integer that indexes nothing
     src.push_back(it->second);
+    cases *= slots[v].hi - slots[v].lo;
+    if (cases > kMaxCases) return false;
   }
   std::vector<int64_t> at(ints.size());
   for (size_t i = 0; i < ints.size(); ++i)

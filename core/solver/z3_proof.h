@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <unordered_map>
 
 #include "core/solver/problem_scope.h"
 #include "core/solver/z3_encoding.h"
@@ -39,8 +40,8 @@ class Z3Proof {
  private:
   std::vector<size_t> presimplify(const Run& run, const Z3Encoding& enc, std::vector<size_t> pending);
   bool isZero(const z3::expr& d) const;
-  bool splitsToZero(const Run& run, const Z3Encoding& enc, const Obligation& ob, const z3::expr& d,
-                    const z3::params& p);
+  bool splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3::expr>& bounded,
+                    const Obligation& ob, const z3::expr& d, const z3::params& p);
   z3::solver makeSolver();
   Result counterexample(const Run& run, z3::solver& s, const Z3Encoding& enc);
   std::vector<double> readModel(const Run& run, const z3::model& m, const Z3Encoding& enc);

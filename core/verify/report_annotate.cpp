@@ -5,6 +5,7 @@
 #include <functional>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -97,80 +98,73 @@ std::string shiftHint(const Group& g, const CounterexampleReport& c) {
   return "";
 }
 
-}  // namespace
-
-void annotateFirstDifference(Report& report, const Plan& plan) {
+std::unordered_map<int, const Device*> devicesByRank(const Plan& plan) {
   std::unordered_map<int, const Device*> byRank;
   for (const Device& d : plan.devices)
     byRank.emplace(d.rank, &d);
+  return byRank;
+}
+
+// The earliest op (in its device's order) producing one of the differing device values; for a differing sum
+// of value parts, which names no device, every stage device's value of that logical tensor is a candidate.
+std::optional<StageInfo::FirstDifference> firstDifference(
+    const StageInfo& s, const CounterexampleReport& c, const std::unordered_map<int, const Device*>& byRank) {
+  std::vector<std::pair<int, ValueId>> differing;  // (rank, device value)
+  for (const ElementDiff& d : c.diffs) {
+    if (d.device != kNone) {
+      if (auto dev = byRank.find(d.device); dev != byRank.end())
+        differing.push_back({d.device, dev->second->graph.findValue(d.tensor)});
+      continue;
+    }
+    for (int rank : s.devices)
+      if (auto dev = byRank.find(rank); dev != byRank.end())
+        for (const auto& [value, lin] : dev->second->lineage)
+          if (lin.tensor == d.logicalTensor) differing.push_back({rank, value});
+  }
+  std::optional<StageInfo::FirstDifference> first;
+  OpId firstIndex = kNone;
+  for (const auto& [rank, v] : differing) {
+    const Graph& g = byRank.at(rank)->graph;
+    if (v == kNone || g.values[v].producer == kNone) continue;
+    OpId o = g.values[v].producer;
+    if (first && (o > firstIndex || (o == firstIndex && rank >= first->rank))) continue;
+    firstIndex = o;
+    // An output's copy (identity, detach) often has no scope of its own: name the op that computed it.
+    OpId named = o;
+    for (int hop = 0; hop < 32 && g.ops[named].scope.empty() && !g.ops[named].inputs.empty(); ++hop) {
+      OpId up = g.values[g.ops[named].inputs[0]].producer;
+      if (up == kNone) break;
+      named = up;
+    }
+    first = StageInfo::FirstDifference{rank, g.ops[named].id, g.values[v].name, g.ops[named].scope};
+  }
+  return first;
+}
+
+}  // namespace
+
+void annotateFirstDifference(Report& report, const Plan& plan) {
+  const auto byRank = devicesByRank(plan);
   for (size_t i = 0; i < report.stages.size() && i < report.results.size(); ++i) {
     StageInfo& s = report.stages[i];
     const StageResult& res = report.results[i];
     if (res.status != solver::Status::Failed || !res.counterexample) continue;
-    // Device ops in the order they run (op index, then rank), with their scopes.
-    struct Placed {
-      OpId index;
-      int rank;
-      const Op* op;
-    };
-    std::vector<Placed> placed;
-    for (const ParallelOpRef& ref : s.parallelOps) {
-      auto dev = byRank.find(ref.rank);
-      if (dev == byRank.end()) continue;
-      const Graph& g = dev->second->graph;
-      if (OpId o = g.findOp(ref.op); o != kNone) placed.push_back({o, ref.rank, &g.ops[o]});
-    }
-    std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
-      return a.index != b.index ? a.index < b.index : a.rank < b.rank;
-    });
-    std::optional<StageInfo::FirstDifference> first;
-    OpId firstIndex = kNone;
-    // (rank, device value) that differ; a sum of value parts names no device: each holder of a part of the
-    // logical tensor is a candidate.
-    struct Candidate {
-      int rank;
-      ValueId value;
-      const ElementDiff* diff;
-    };
-    std::vector<Candidate> candidates;
-    for (const ElementDiff& d : res.counterexample->diffs) {
-      for (int rank : d.device != kNone ? std::vector<int>{d.device} : s.devices) {
-        auto dev = byRank.find(rank);
-        if (dev == byRank.end()) continue;
-        if (d.device != kNone) {
-          candidates.push_back({rank, dev->second->graph.findValue(d.tensor), &d});
-          continue;
-        }
-        for (const auto& [value, lin] : dev->second->lineage)
-          if (lin.tensor == d.logicalTensor) candidates.push_back({rank, value, &d});
-      }
-    }
-    for (const Candidate& c : candidates) {
-      const int rank = c.rank;
-      const Graph& g = byRank.at(rank)->graph;
-      const ValueId v = c.value;
-      if (v == kNone || g.values[v].producer == kNone) continue;
-      OpId o = g.values[v].producer;
-      if (first && (o > firstIndex || (o == firstIndex && rank >= first->rank))) continue;
-      firstIndex = o;
-      // An output's copy (identity, detach) often has no scope of its own: name the op that computed it.
-      OpId named = o;
-      for (int hop = 0; hop < 32 && g.ops[named].scope.empty() && !g.ops[named].inputs.empty(); ++hop) {
-        OpId up = g.values[g.ops[named].inputs[0]].producer;
-        if (up == kNone) break;
-        named = up;
-      }
-      first = StageInfo::FirstDifference{rank, g.ops[named].id, g.values[v].name, g.ops[named].scope};
-    }
+    auto first = firstDifference(s, *res.counterexample, byRank);
     if (!first) continue;
+    // Device ops in the order they run (op index, then rank).
+    std::vector<std::pair<OpId, int>> placed;
+    for (const ParallelOpRef& ref : s.parallelOps)
+      if (auto dev = byRank.find(ref.rank); dev != byRank.end())
+        if (OpId o = dev->second->graph.findOp(ref.op); o != kNone) placed.push_back({o, ref.rank});
+    std::sort(placed.begin(), placed.end());
     std::vector<std::string> ordered;
     auto add = [&](const std::string& scope) {
       if (!scope.empty() && std::find(ordered.begin(), ordered.end(), scope) == ordered.end())
         ordered.push_back(scope);
     };
     add(first->scope);
-    for (const Placed& p : placed)
-      add(p.op->scope);
+    for (const auto& [o, rank] : placed)
+      add(byRank.at(rank)->graph.ops[o].scope);
     for (const std::string& scope : s.scopes)  // the logical ops' (and any not placed above)
       add(scope);
     s.scopes = std::move(ordered);
@@ -179,9 +173,7 @@ void annotateFirstDifference(Report& report, const Plan& plan) {
 }
 
 void annotateCommunication(Report& report, const Plan& plan) {
-  std::unordered_map<int, const Device*> byRank;
-  for (const Device& d : plan.devices)
-    byRank.emplace(d.rank, &d);
+  const auto byRank = devicesByRank(plan);
   for (StageInfo& s : report.stages) {
     s.communication.clear();
     std::map<std::string, size_t> index;  // kind|instance|peer -> entry

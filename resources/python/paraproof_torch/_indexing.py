@@ -196,8 +196,8 @@ def _advanced(c, n, full, idx_nodes, shape):
     return pos, bshape
 
 
-def _flat_index(c, idx, idx_nodes, pos, shape, bshape):
-    """sum_j idx_j * stride_j over the indexed dims, broadcast to bshape (an i64 tensor)."""
+def _flat_column(c, idx, idx_nodes, pos, shape, bshape):
+    """sum_j idx_j * stride_j over the indexed dims, broadcast to bshape, as an i64 column [prod(bshape), 1]."""
     flat, stride = None, 1
     for i in reversed(pos):
         term = c.bcast(idx[i], in_shape(idx_nodes[i]), bshape)
@@ -205,7 +205,12 @@ def _flat_index(c, idx, idx_nodes, pos, shape, bshape):
             term = c.emit("mul", [term, c.const([], stride, "i64")])
         flat = term if flat is None else c.emit("add", [flat, term])
         stride *= shape[i]
-    return flat
+    return c.reshape(flat, bshape, [_prod(bshape), 1])
+
+
+def _padded(idx, rank):
+    """An index list as long as the tensor's rank (torch leaves trailing dims out: they are not indexed)."""
+    return list(idx) + [None] * (rank - len(idx))
 
 
 def _rows_then_column(idx_nodes, shape):
@@ -221,15 +226,14 @@ def _index(c, n, a, full):
     if _rows_then_column(idx_nodes, shape):
         col = c.reshape(a[1][1], [shape[0]], [shape[0], 1])
         return c.reshape(c.emit("gather", [a[0], col], {"dim": 1}), [shape[0], 1], [shape[0]])
-    pos, bshape = _advanced(c, n, full, idx_nodes + [None] * (len(shape) - len(idx_nodes)), shape)
-    idx_nodes = idx_nodes + [None] * (len(shape) - len(idx_nodes))
+    idx_nodes = _padded(idx_nodes, len(shape))
+    pos, bshape = _advanced(c, n, full, idx_nodes, shape)
     rest = [i for i in range(len(shape)) if i not in pos]
     perm = pos + rest
     x = a[0] if perm == list(range(len(shape))) else c.emit("transpose", [a[0]], {"perm": perm})
     F, R, K = _prod(shape[i] for i in pos), _prod(shape[i] for i in rest), _prod(bshape)
     x2 = c.reshape(x, [shape[i] for i in perm], [F, R])
-    flat = c.reshape(_flat_index(c, list(a[1]) + [None] * (len(shape) - len(a[1])), idx_nodes, pos, shape, bshape),
-                     bshape, [K, 1])
+    flat = _flat_column(c, _padded(a[1], len(shape)), idx_nodes, pos, shape, bshape)
     picked = c.emit("gather", [x2, c.bcast(flat, [K, 1], [K, R])], {"dim": 0})
     res = bshape + [shape[i] for i in rest]
     y = c.reshape(picked, [K, R], res)
@@ -267,14 +271,13 @@ def _index_put(c, n, a, full):
         if accumulate:
             return c.emit("add", [a[0], c.emit("where", [hit, v, _zero(c, dtype)])])
         return c.emit("where", [hit, v, a[0]])
-    idx_nodes = idx_nodes + [None] * (len(shape) - len(idx_nodes))
+    idx_nodes = _padded(idx_nodes, len(shape))
     pos, bshape = _advanced(c, n, full, idx_nodes, shape)
     if pos[0] != 0 or not dtype.is_floating_point:
         raise _Unsupported(f"'{full}' other than on the leading dims of a float tensor")
     F, K = _prod(shape[i] for i in pos), _prod(bshape)
     R = _prod(shape[len(pos):])
-    flat = c.reshape(_flat_index(c, list(a[1]) + [None] * (len(shape) - len(a[1])), idx_nodes, pos, shape, bshape),
-                     bshape, [K, 1])
+    flat = _flat_column(c, _padded(a[1], len(shape)), idx_nodes, pos, shape, bshape)
     hit = c.emit("compare", [flat, _iota_along(c, F, 1, 2)], {"cmp": "eq"})  # [K, F]
     full_v = bshape + shape[len(pos):]
     v = c.reshape(c.bcast(values, vshape, full_v) if vshape != full_v else values, full_v, [K, R])

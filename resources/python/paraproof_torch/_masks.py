@@ -15,10 +15,11 @@ def _dtype(x_node):
 
 
 def _operand(c, n, a, i, like):
-    """Argument i as a plan tensor: a number becomes a scalar constant of the dtype torch computes in."""
+    """Argument i as a plan tensor of torch dtype `like`: a number becomes a scalar constant of it, a tensor is
+    converted to it."""
     if _is_num(a[i]):
         return c.const([], a[i], DTYPES[like])
-    return a[i]
+    return c.to_dtype(a[i], _dtype(n.args[i]), like)
 
 
 def _common(c, n, a, ports):
@@ -97,11 +98,7 @@ def _where_h(c, n, a, full):
 
 @handles("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
 def _masked_fill(c, n, a, full):
-    x_dt = _dtype(n.args[0])
-    fill = _operand(c, n, a, 2, x_dt)
-    if isinstance(n.args[2], torch.fx.Node):
-        fill = c.to_dtype(fill, _dtype(n.args[2]), x_dt)
-    return c.emit("where", [_truth(c, n, a, 1), fill, a[0]])
+    return c.emit("where", [_truth(c, n, a, 1), _operand(c, n, a, 2, _dtype(n.args[0])), a[0]])
 
 
 def _triangle(c, n, a, full, keep):
@@ -131,11 +128,7 @@ def _triu(c, n, a, full):
 def _bound(c, n, a, i, kind, x):
     if a[i] is None:
         return x
-    dt = _dtype(n.args[0])
-    b = _operand(c, n, a, i, dt)
-    if isinstance(n.args[i], torch.fx.Node):
-        b = c.to_dtype(b, _dtype(n.args[i]), dt)
-    return c.emit(kind, [x, b])
+    return c.emit(kind, [x, _operand(c, n, a, i, _dtype(n.args[0]))])
 
 
 @handles("aten.clamp", "aten.clamp.Tensor", "aten.clip", "aten.clip.Tensor")

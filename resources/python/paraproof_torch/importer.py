@@ -371,9 +371,7 @@ def _self_check(script, gm, keys, lgraph, names, args, inputs):
     if os.environ.get("PARAPROOF_TORCH_NO_SELFCHECK"):
         return
     from . import _eval
-    raw = [inputs[n][2].raw(a) if inputs[n][2] is not None else a for n, a in zip(names, args)]
-    ins = {n: (a.double() if a.dtype.is_floating_point else a.long()) for n, a in zip(names, raw)}
-    got = _eval.evaluate(lgraph, ins)
+    got = _eval.evaluate(lgraph, _plan_inputs(inputs, names, args))
     out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
     for k, node in zip(keys, out_node.args[0]):
         ok, err = _eval.close(got[k], node.meta["val"], rtol=1e-3)
@@ -382,6 +380,16 @@ def _self_check(script, gm, keys, lgraph, names, args, inputs):
                                    f"reproduce torch's value of {k!r} (max abs difference {err:.3g}): a bug of "
                                    "the importer's aten mapping, please report it with SCRIPT.py "
                                    "(PARAPROOF_TORCH_NO_SELFCHECK=1 skips this check)")
+
+
+def _plan_inputs(inputs, names, args):
+    """The plan's (float64 / int64) input values that make the step read `args`: a precondition's raw value."""
+    ins = {}
+    for n, a in zip(names, args):
+        pre = inputs[n][2]
+        r = pre.raw(a) if pre is not None else a
+        ins[n] = r.double() if r.dtype.is_floating_point else r.long()
+    return ins
 
 
 def _check_state_preconditions(script, lgraph, inputs, names, traced, samples=16):
@@ -393,13 +401,8 @@ def _check_state_preconditions(script, lgraph, inputs, names, traced, samples=16
         return
     runs = [traced]
     for _ in range(samples):
-        raw = {}
-        for n in names:
-            shape, dtype, pre = inputs[n]
-            x = _example(shape, dtype, pre)
-            x = pre.raw(x) if pre is not None else x
-            raw[n] = x.double() if x.dtype.is_floating_point else x.long()
-        runs.append(_eval.evaluate(lgraph, raw))
+        args = [_example(*inputs[n]) for n in names]
+        runs.append(_eval.evaluate(lgraph, _plan_inputs(inputs, names, args)))
     for p in pairs:
         pre = inputs[p["input"]][2]
         for values in runs:
