@@ -188,15 +188,23 @@ class Degree {
   void devices() {
     std::map<std::string, Tracks> collectiveIn;  // instance -> the union of its members' operands
     std::map<std::string, Tracks> sent;          // "from>to#instance" -> the operand sent
+    // An op that does not communicate gives the same outputs for the same inputs: not recomputed.
+    std::vector<std::vector<Tracks>> seen(stage_.deviceOps.size());
     for (size_t pass = 0; pass <= stage_.deviceOps.size(); ++pass) {
       bool changed = false;
-      for (const DeviceOp& dop : stage_.deviceOps) {
+      for (size_t i = 0; i < stage_.deviceOps.size(); ++i) {
+        const DeviceOp& dop = stage_.deviceOps[i];
         const size_t d = static_cast<size_t>(dop.device);
         const Device& dev = plan_.devices[d];
         const Op& op = dev.graph.ops[static_cast<size_t>(dop.op)];
         std::vector<Tracks> in;
         for (ValueId v : op.inputs)
           in.push_back(deviceValue(d, v));
+        const bool communicates = op.kind == "send" || op.kind == "recv" || op.attrs.contains("group");
+        if (!communicates) {
+          if (pass > 0 && in == seen[i]) continue;
+          seen[i] = in;
+        }
         std::vector<Tracks> outs = outputs(d + 1, dev.graph, op, std::move(in), inClass_ != nullptr);
         Tracks out = outs.empty() ? Tracks{} : outs[0];
         const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";

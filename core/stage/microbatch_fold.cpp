@@ -57,8 +57,7 @@ class MicroBatchFolder {
     std::set<int> all;
     for (int j = 0; j < n_; ++j)
       all.insert(j);
-    Plan p = plan_;
-    p.microbatches.reset();
+    Plan p = shell();
     if (!withCopies(p, all, false, why)) throw std::invalid_argument("microbatches: " + why);
     return p;
   }
@@ -119,8 +118,7 @@ class MicroBatchFolder {
     if (tryFold && point_ > 0 && usable == point_)
       why = "no second micro-batch count folds: the full count is the second size point";
     if (compact_) {  // not folded: the plan it stands for, copy by copy
-      Plan p = plan_;
-      p.microbatches.reset();
+      Plan p = shell();
       std::set<int> all;
       for (int j = 0; j < n_; ++j)
         all.insert(j);
@@ -769,11 +767,31 @@ class MicroBatchFolder {
     return true;
   }
 
+  // The plan without its micro-batch statement, and without the device graphs and lineage withCopies
+  // rebuilds (copying those would be wasted: they are most of the plan).
+  Plan shell(std::optional<Graph> logical = std::nullopt) const {
+    Plan p;
+    p.name = plan_.name;
+    p.mesh = plan_.mesh;
+    p.replicas = plan_.replicas;
+    p.logical = logical ? std::move(*logical) : plan_.logical;
+    p.state = plan_.state;
+    p.metadata = plan_.metadata;
+    p.devices.reserve(plan_.devices.size());
+    for (size_t d = 0; d < plan_.devices.size(); ++d) {
+      const Device& src = plan_.devices[d];
+      if (!copies_[d].ops.empty()) {
+        p.devices.push_back(Device{src.rank, src.coord, {}, {}});
+        continue;
+      }
+      p.devices.push_back(src);
+    }
+    return p;
+  }
+
   // The folded plan: on every device the kept copies at their positions, the logical batch scaled.
   bool build(FoldedPlan& out, const std::set<int>& kept, Graph logical, std::string& why) {
-    Plan p = plan_;
-    p.microbatches.reset();
-    p.logical = std::move(logical);
+    Plan p = shell(std::move(logical));
     FoldParameter t;
     if (!withCopies(p, kept, true, why, &t, carry_, &out.carried)) return false;
     t.logicalAxes.insert(out.scaled.begin(), out.scaled.end());
