@@ -8,6 +8,7 @@
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
 #include "core/plan/json_io.h"
+#include "core/plan/plan_diff.h"
 #include "core/plan/validate.h"
 
 using namespace paraproof;
@@ -67,6 +68,19 @@ class TestBugs : public QObject {
     for (const Json& o : inj.at("ops")) {
       const Device* d = buggy.deviceByRank(o.at("rank").get<int>());
       QVERIFY(d && d->graph.findOp(o.at("op").get<std::string>()) != kNone);
+    }
+    // The plan diff (paraproof diff, the inspector's compare mode) lists every op the injector changed.
+    std::set<std::pair<int, std::string>> listed;
+    for (const PlanElementDiff& e : diffPlans(clean, buggy).elements) {
+      listed.insert({e.rank, e.name()});
+      if (e.element == PlanElementDiff::Element::Output && !e.a.empty()) {  // an output no longer given
+        const Graph& g = clean.deviceByRank(e.rank)->graph;
+        listed.insert({e.rank, g.ops[static_cast<size_t>(g.values[g.findValue(e.a)].producer)].id});
+      }
+    }
+    for (const Json& o : inj.at("ops")) {
+      const std::pair<int, std::string> op{o.at("rank").get<int>(), o.at("op").get<std::string>()};
+      QVERIFY2(listed.count(op), (b.id + ": rank " + std::to_string(op.first) + " op " + op.second).c_str());
     }
   }
 

@@ -143,6 +143,46 @@ class TestCliZoo : public QObject {
     QVERIFY(found);
   }
 
+  // paraproof diff: each fixture's bug is exactly what the diff names (exit 1); a plan against itself is
+  // identical (exit 0); a generated plan against its injected bug names the bug's op.
+  void diffNamesWhatDiffers_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("expected");
+    const QString plans = QString(PARAPROOF_FIXTURES) + "/plans/";
+    QTest::newRow("eps") << QStringList{plans + "mlp_tp2.json", plans + "mlp_tp2_eps.json"} << 1
+                         << "rank 1 op 'norm' changed: attribute eps: 1e-05 -> 1e-06\n"
+                            "1 difference(s): 1 changed, 0 added, 0 removed\n";
+    QTest::newRow("slice offset")
+        << QStringList{plans + "mlp_tp2_slice.json", plans + "mlp_tp2_slice_offset.json"} << 1
+        << "rank 1 op 'fc1.shard' changed: attribute end: 4 -> 2; attribute start: 2 -> 0\n"
+           "1 difference(s): 1 changed, 0 added, 0 removed\n";
+    QTest::newRow("wrong group") << QStringList{plans + "mlp_dp2tp2.json",
+                                                plans + "mlp_dp2tp2_wrong_group.json"}
+                                 << 1
+                                 << "rank 0 op 'fc1.dw.ar' changed: attribute group: [0,2] -> [0,1]; "
+                                    "attribute instance: \"fc1.dw.tp0\" -> "
+                                    "\"fc1.dw.dp0\"\n";
+    QTest::newRow("identical") << QStringList{plans + "mlp_tp2.json", plans + "mlp_tp2.json"} << 0
+                               << "identical\n";
+    QTest::newRow("generated with its bug")
+        << QStringList{"--model",  "llama3-8b", "--parallel", "dp=8,tp=2,pp=2,mb=4",
+                       "--layers", "2",         "--inject",   "tv07-eps@layer=1,rank=21"}
+        << 1
+        << "rank 21 op 'layers.1.attention_norm.out#0' changed: attribute eps: 1e-05 -> 0.001\n"
+           "1 difference(s): 1 changed, 0 added, 0 removed\n";
+    QTest::newRow("missing plan") << QStringList{plans + "mlp_tp2.json", plans + "nope.json"} << 2 << "";
+  }
+  void diffNamesWhatDiffers() {
+    QFETCH(QStringList, args);
+    QFETCH(int, exitCode);
+    QFETCH(QString, expected);
+    Run r = cli(QStringList{"diff"} + args);
+    QVERIFY2(r.exitCode == exitCode, qPrintable(r.out + r.err));
+    QVERIFY2(expected.isEmpty() || r.out.startsWith(expected), qPrintable(r.out));
+    if (exitCode == 2) QVERIFY2(r.err.contains("nope.json"), qPrintable(r.err));
+  }
+
   void impossibleCombinationsAreRejectedWithExitCode2_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("message");

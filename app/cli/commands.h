@@ -16,6 +16,7 @@ int runBugs(const std::vector<std::string>& args);
 int runMutate(const std::vector<std::string>& args);
 int runOps(const std::vector<std::string>& args);
 int runImportTorch(const std::vector<std::string>& args);
+int runDiff(const std::vector<std::string>& args);
 
 class Args;
 // Builds a plan from --model/--parallel/--layers/--seq/--batch/--inject; throws std::invalid_argument.

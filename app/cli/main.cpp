@@ -29,6 +29,7 @@ const char* kUsage =
     "  models [--json]        the model zoo with the real configurations\n"
     "  bugs [--json]          the bug catalog\n"
     "  inspect PLAN.json      summary: devices, ops, collectives, stages\n"
+    "  diff A.json B.json     what differs between two plans, op by op (or --model ... --inject BUG)\n"
     "  ops [--json]           the op kinds a plan may use: ports, attributes, meaning\n"
     "  mutate --model NAME --parallel ... --count N --seed S [--jobs J]\n"
     "                         mutation testing: random semantic mutations, an end-to-end oracle, the "
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "verify") return finish(paraproof::cli::runVerify(args));
     if (cmd == "inspect") return paraproof::cli::runInspect(args);
+    if (cmd == "diff") return paraproof::cli::runDiff(args);
     if (cmd == "generate") return paraproof::cli::runGenerate(args);
     if (cmd == "models") return paraproof::cli::runModels(args);
     if (cmd == "bugs") return paraproof::cli::runBugs(args);
