@@ -21,8 +21,6 @@ const char* kHelp =
     "op.\n\n"
     "exit codes: 0 identical, 1 different, 2 invalid input or usage\n";
 
-const std::set<std::string> kWithValue{"model", "parallel", "layers", "seq", "batch", "inject", "limit"};
-const std::set<std::string> kFlags{"help", "explicit"};
 constexpr int64_t kExplicitUpTo = 1024;
 
 // Loads and validates; prints the errors and returns false when the plan cannot be compared.
@@ -43,7 +41,7 @@ bool load(const std::string& path, Plan& plan) {
 }  // namespace
 
 int runDiff(const std::vector<std::string>& argv) {
-  Args args(argv, kWithValue, kFlags);
+  Args args(argv, {"model", "parallel", "layers", "seq", "batch", "inject", "limit"}, {"help", "explicit"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -57,22 +55,17 @@ int runDiff(const std::vector<std::string>& argv) {
     try {
       // Compact plans state different replicas and copies with a bug than without (the deviant's): up to
       // kExplicitUpTo devices both are generated explicit, so only the bug differs.
-      std::vector<std::string> injected = argv, plain;
-      b = generateFromArgs(args);
+      GenerateRequest request = generateRequestFromArgs(args);
+      b = request.generate();
       int64_t devices = 1;
       for (int64_t n : b.mesh.shape)
         devices *= n;
       if ((b.replicas || b.microbatches) && devices <= kExplicitUpTo) {
-        injected.push_back("--explicit");
-        b = generateFromArgs(Args(injected, kWithValue, kFlags));
+        request.options.compact = false;
+        b = request.generate();
       }
-      for (size_t i = 0; i < injected.size(); ++i) {
-        if (injected[i] == "--inject")
-          ++i;
-        else if (!injected[i].starts_with("--inject="))
-          plain.push_back(injected[i]);
-      }
-      a = generateFromArgs(Args(plain, kWithValue, kFlags));
+      request.options.inject.clear();
+      a = request.generate();
     } catch (const std::invalid_argument& e) {
       std::cerr << "paraproof diff: " << e.what() << "\n";
       return 2;

@@ -251,9 +251,9 @@ int runMutate(const std::vector<std::string>& argv) {
           ? "explicit"
           : "compact: " + std::to_string(correct.devices.size()) + " of " +
                 std::to_string(numElements(correct.mesh.shape)) + " devices stated" +
-                (correct.microbatches ? ", 2 of " + std::to_string(correct.microbatches->count) +
-                                            " micro-batch copies stated"
-                                      : std::string()) +
+                (correct.microbatches
+                     ? ", 2 of " + std::to_string(correct.microbatches->count) + " micro-batch copies stated"
+                     : std::string()) +
                 "; the oracle judges the explicit plan it stands for";
   std::cout << "plan " << correct.name << ": " << correct.devices.size() << " devices (" << form
             << "); oracle on the correct plan: " << verify::effectName(base.effect) << " ("
@@ -355,7 +355,8 @@ int runMutate(const std::vector<std::string>& argv) {
     verifyTime += r.verifySeconds;
   }
   // Per operator: "kill" = caught / changed (what the closing notes of a campaign report per operator).
-  std::cout << "operator               mutants changed  caught  missed invalid unchanged f-alarms undecided  kill\n";
+  std::cout << "operator               mutants changed  caught  missed invalid unchanged f-alarms undecided  "
+               "kill\n";
   auto row = [](const std::string& name, const Tally& t) {
     std::ostringstream kill;
     if (t.changed > 0)

@@ -11,19 +11,27 @@
 
 namespace paraproof::cli {
 
-Plan generateFromArgs(const Args& args) {
+GenerateRequest generateRequestFromArgs(const Args& args) {
   auto name = args.get("model");
   if (!name) throw UsageError("--model is required (see 'paraproof models')");
-  const models::ModelConfig* model = models::findModel(*name);
-  if (!model) throw std::invalid_argument("unknown model '" + *name + "' (see 'paraproof models')");
-  parallel::ParallelSpec spec = parallel::parseParallel(args.getOr("parallel", ""));
-  parallel::GenerateOptions opt;
-  opt.layers = args.getInt("layers", 0, 1, 100000);
-  opt.seq = args.getInt("seq", 0, 1, 1 << 30);
-  opt.globalBatch = args.getInt("batch", 0, 1, 1 << 30);
-  opt.inject = args.getOr("inject", "");
-  opt.compact = !args.has("explicit");
-  return parallel::generatePlan(*model, spec, opt);
+  GenerateRequest r;
+  r.model = models::findModel(*name);
+  if (!r.model) throw std::invalid_argument("unknown model '" + *name + "' (see 'paraproof models')");
+  r.spec = parallel::parseParallel(args.getOr("parallel", ""));
+  r.options.layers = args.getInt("layers", 0, 1, 100000);
+  r.options.seq = args.getInt("seq", 0, 1, 1 << 30);
+  r.options.globalBatch = args.getInt("batch", 0, 1, 1 << 30);
+  r.options.inject = args.getOr("inject", "");
+  r.options.compact = !args.has("explicit");
+  return r;
+}
+
+Plan GenerateRequest::generate() const {
+  return parallel::generatePlan(*model, spec, options);
+}
+
+Plan generateFromArgs(const Args& args) {
+  return generateRequestFromArgs(args).generate();
 }
 
 int runGenerate(const std::vector<std::string>& argv) {
