@@ -1,10 +1,12 @@
 #include "ui/counterexample_panel.h"
 
+#include <QEvent>
 #include <QStringList>
 #include <cmath>
 
 #include "ui/stage_state.h"
 #include "ui/stage_table.h"
+#include "ui/theme.h"
 
 namespace paraproof::ui {
 namespace {
@@ -59,23 +61,10 @@ QString tensorHtml(const verify::TensorValues& t) {
   return html;
 }
 
-const char* kStyle = R"(
-  body { font-size: 9.5pt; }
-  h3 { margin: 2px 0 6px 0; }
-  .dim { color: #607080; }
-  .bad { background: #ffcdd2; color: #b71c1c; font-weight: bold; }
-  .ok { color: #2e7d32; font-weight: bold; }
-  .bug { background: #fff8e1; border: 1px solid #ffb300; }
-  table.diffs th { background: #eceff1; text-align: left; padding: 2px 8px; }
-  table.diffs td { padding: 2px 8px; white-space: nowrap; }
-  table.grid td { padding: 1px 6px; border: 1px solid #e0e0e0; text-align: right; font-family: monospace; }
-  p.tensor { margin: 8px 0 2px 0; }
-)";
-
 }  // namespace
 
 CounterexamplePanel::CounterexamplePanel(QWidget* parent) : QTextBrowser(parent) {
-  document()->setDefaultStyleSheet(kStyle);
+  document()->setDefaultStyleSheet(theme().css());
   // Break lines between words only, and never inside a cell of the differences table: a tensor name
   // ("layers.1.attention_norm.out#0") is never split; a narrow dock scrolls sideways instead.
   setWordWrapMode(QTextOption::WordWrap);
@@ -83,20 +72,31 @@ CounterexamplePanel::CounterexamplePanel(QWidget* parent) : QTextBrowser(parent)
   showNothing(tr("Select a stage to see its verdict. Failed stages show a counterexample here."));
 }
 
-void CounterexamplePanel::showNothing(const QString& hint) {
-  diffCount_ = 0;
-  setHtml(QStringLiteral("<p class='dim'>%1</p>").arg(hint.toHtmlEscaped()));
+void CounterexamplePanel::showHtml(const QString& html) {
+  html_ = html;
+  setHtml(html);
 }
 
-void CounterexamplePanel::showStage(const verify::StageInfo& stage,
-                                    const std::optional<verify::StageResult>& result,
-                                    const QString& bugNote) {
+// The style sheet is the theme's: a palette change re-renders what is shown with the new colours.
+void CounterexamplePanel::changeEvent(QEvent* event) {
+  QTextBrowser::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange) return;
+  document()->setDefaultStyleSheet(theme().css());
+  setHtml(html_);
+}
+
+void CounterexamplePanel::showNothing(const QString& hint) {
   diffCount_ = 0;
+  showHtml(QStringLiteral("<p class='dim'>%1</p>").arg(hint.toHtmlEscaped()));
+}
+
+QString counterexampleHtml(const verify::StageInfo& stage, const std::optional<verify::StageResult>& result,
+                           const QString& bugNote) {
   QString html;
   StageState state = result ? stateOf(*result) : StageState::Pending;
   html += QStringLiteral("<h3>Stage %1 &mdash; <span style='color:%2'>%3</span></h3>")
               .arg(stage.id)
-              .arg(stateColor(state).darker(115).name(), stateName(state));
+              .arg(theme().stateText(state).name(), stateName(state));
   QStringList scopes;
   for (const auto& s : stage.scopes)
     scopes << QString::fromStdString(s).toHtmlEscaped();
@@ -110,35 +110,32 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
     html +=
         QStringLiteral("<table class='bug' width='100%'><tr><td><b>Injected bug:</b> %1</td></tr></table>")
             .arg(bugNote.toHtmlEscaped());
-  if (!result) {
-    setHtml(html + tr("<p class='dim'>Not checked yet.</p>"));
-    return;
-  }
+  if (!result) return html + QObject::tr("<p class='dim'>Not checked yet.</p>");
   if (!result->reason.empty())
     html += QStringLiteral("<p>%1</p>").arg(QString::fromStdString(result->reason).toHtmlEscaped());
   if (result->reusedFrom != kNone)
-    html += tr("<p class='dim'>Identical to stage %1 (same canonical form), verdict reused.</p>")
+    html += QObject::tr("<p class='dim'>Identical to stage %1 (same canonical form), verdict reused.</p>")
                 .arg(result->reusedFrom);
   html += QStringLiteral("<p class='dim'>engine %1, %2 s</p>")
               .arg(QString::fromStdString(result->engine).toHtmlEscaped())
               .arg(result->seconds, 0, 'f', 3);
   if (!result->counterexample) {
     if (result->status == solver::Status::Verified)
-      html += tr("<p class='ok'>Every output element equals its logical counterpart for all inputs.</p>");
-    setHtml(html);
-    return;
+      html += QObject::tr(
+          "<p class='ok'>Every output element equals its logical counterpart for all inputs.</p>");
+    return html;
   }
   const verify::CounterexampleReport& cex = *result->counterexample;
-  diffCount_ = static_cast<int>(cex.diffs.size());
   if (cex.confirmed)
-    html += tr("<p><b>Counterexample</b> (confirmed by concrete evaluation at full size)</p>");
+    html += QObject::tr("<p><b>Counterexample</b> (confirmed by concrete evaluation at full size)</p>");
   else if (cex.reducedConfirmed)
-    html += tr("<p><b>Counterexample</b> (confirmed at reduced shape only, full-size re-check %1: may be a "
-               "reduction artefact)</p>")
+    html += QObject::tr(
+                "<p><b>Counterexample</b> (confirmed at reduced shape only, full-size re-check %1: may be a "
+                "reduction artefact)</p>")
                 .arg(QString::fromStdString(result->fullSizeCheck).toHtmlEscaped());
   else
-    html += tr("<p><b>Counterexample</b> (not confirmed: may rely on an abstraction)</p>");
-  html += tr("<p><b>Expected vs actual</b> &mdash; %1 differing elements</p>").arg(cex.diffs.size());
+    html += QObject::tr("<p><b>Counterexample</b> (not confirmed: may rely on an abstraction)</p>");
+  html += QObject::tr("<p><b>Expected vs actual</b> &mdash; %1 differing elements</p>").arg(cex.diffs.size());
   html +=
       "<table class='diffs' cellspacing='0'><tr><th>where</th><th>tensor</th><th>logical</th><th>index</th>"
       "<th>expected</th><th>actual</th></tr>";
@@ -146,7 +143,7 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
     const verify::ElementDiff& d = cex.diffs[i];
     html += QStringLiteral(
                 "<tr><td>%1</td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td class='bad'>%6</td></tr>")
-                .arg(d.device == kNone ? tr("sum of parts") : where(d.device),
+                .arg(d.device == kNone ? QObject::tr("sum of parts") : where(d.device),
                      QString::fromStdString(d.tensor).toHtmlEscaped(),
                      QString::fromStdString(d.logicalTensor).toHtmlEscaped(),
                      indexString(d.index) + fullRange(d), num(d.expected), num(d.actual));
@@ -155,16 +152,23 @@ void CounterexamplePanel::showStage(const verify::StageInfo& stage,
   if (cex.diffs.size() > kMaxShownElements)
     html += QStringLiteral("<p class='dim'>&hellip; %1 more</p>").arg(cex.diffs.size() - kMaxShownElements);
   if (!cex.logicalInputs.empty()) {
-    html += tr("<p><b>Logical inputs</b></p>");
+    html += QObject::tr("<p><b>Logical inputs</b></p>");
     for (const auto& t : cex.logicalInputs)
       html += tensorHtml(t);
   }
   if (!cex.parallelInputs.empty()) {
-    html += tr("<p><b>Device inputs</b></p>");
+    html += QObject::tr("<p><b>Device inputs</b></p>");
     for (const auto& t : cex.parallelInputs)
       html += tensorHtml(t);
   }
-  setHtml(html);
+  return html;
+}
+
+void CounterexamplePanel::showStage(const verify::StageInfo& stage,
+                                    const std::optional<verify::StageResult>& result,
+                                    const QString& bugNote) {
+  diffCount_ = result && result->counterexample ? static_cast<int>(result->counterexample->diffs.size()) : 0;
+  showHtml(counterexampleHtml(stage, result, bugNote));
 }
 
 }  // namespace paraproof::ui

@@ -8,6 +8,11 @@
 
 namespace paraproof::ui {
 
+// A stage's verdict and counterexample as HTML using the theme's classes (Theme::css): the panel's content,
+// and a failure report's section per failing stage.
+QString counterexampleHtml(const verify::StageInfo& stage, const std::optional<verify::StageResult>& result,
+                           const QString& bugNote);
+
 class CounterexamplePanel : public QTextBrowser {
   Q_OBJECT
  public:
@@ -17,9 +22,14 @@ class CounterexamplePanel : public QTextBrowser {
   void showStage(const verify::StageInfo& stage, const std::optional<verify::StageResult>& result,
                  const QString& bugNote);
   int shownDiffCount() const { return diffCount_; }
+  void showHtml(const QString& html);  // styled with the theme's classes (.dim, .bad, .ok, .bug, .err)
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
   int diffCount_ = 0;
+  QString html_;
 };
 
 }  // namespace paraproof::ui

@@ -4,6 +4,8 @@
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 
+#include "ui/theme.h"
+
 namespace paraproof::ui {
 namespace {
 
@@ -11,7 +13,7 @@ constexpr double kHalo = 5;  // room outside the box for the selection and link 
 constexpr double kTag = 14;  // height of the "first difference" tag above a box
 
 QColor borderFor(StageState s) {
-  return s == StageState::None ? QColor(0x78, 0x90, 0x9C) : stateColor(s);
+  return s == StageState::None ? theme().neutralBorder : stateColor(s);
 }
 
 double lodOf(const QStyleOptionGraphicsItem* option, QPainter* p) {
@@ -54,12 +56,13 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   p->setRenderHint(QPainter::Antialiasing);
   const double lod = lodOf(option, p);
   const bool failed = state_ == StageState::Failed;
-  QColor fill = stateFillColor(state_);
+  const Theme& t = theme();
+  QColor fill = t.stateFill(state_);
   if (state_ == StageState::None) {
-    fill = look_ == Look::Group           ? QColor(0xF3, 0xF6, 0xFA)
-           : look_ == Look::Communication ? QColor(0xF5, 0xEE, 0xFA)
-           : look_ == Look::Input         ? QColor(0xFA, 0xFA, 0xFA)
-                                          : Qt::white;
+    fill = look_ == Look::Group           ? t.groupFill
+           : look_ == Look::Communication ? t.communicationFill
+           : look_ == Look::Input         ? t.inputFill
+                                          : t.opFill;
   }
   const QColor border = borderFor(state_);
   const double radius = look_ == Look::Input ? rect_.height() / 2 : 5;
@@ -73,7 +76,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   }
   if (look_ == Look::Group) {  // a stacked card says "there is more inside"
     p->setPen(QPen(border.lighter(130), 1));
-    p->setBrush(fill.darker(104));
+    p->setBrush(t.dark ? fill.lighter(112) : fill.darker(104));
     p->drawRoundedRect(rect_.translated(4, 4), radius, radius);
   }
   QPen pen(border, failed ? 2.6 : (look_ == Look::Group ? 1.6 : 1.1));
@@ -113,7 +116,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
   detailFont.setBold(false);
   detailFont.setPointSizeF(7.5);
   const QRectF text = rect_.adjusted(look_ == Look::Input ? 10 : 9, 3, -6, -3);
-  p->setPen(QColor(0x21, 0x21, 0x21));
+  p->setPen(t.text);
   p->setFont(titleFont);
   const QFontMetricsF fm(titleFont);
   QRectF titleRect =
@@ -122,7 +125,7 @@ void NodeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
               fm.elidedText(title_, Qt::ElideMiddle, text.width()));
   if (!detail_.isEmpty()) {
     p->setFont(detailFont);
-    p->setPen(look_ == Look::Communication ? QColor(0x6A, 0x1B, 0x9A) : QColor(0x60, 0x6B, 0x73));
+    p->setPen(look_ == Look::Communication ? t.communicationText : t.detailText);
     QRectF detailRect(text.left(), text.center().y() + 2, text.width(), text.height() / 2 - 2);
     p->drawText(detailRect, Qt::AlignLeft | Qt::AlignTop,
                 QFontMetricsF(detailFont).elidedText(detail_, Qt::ElideRight, text.width()));
@@ -153,9 +156,10 @@ QRectF ClusterItem::boundingRect() const {
 void ClusterItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
   const int shade = std::min(depth_, 5);
-  QColor fill = QColor(0xF7, 0xF9, 0xFC).darker(100 + 3 * shade);
-  QColor border = state_ == StageState::None ? QColor(0xB0, 0xBE, 0xC5) : stateColor(state_);
-  if (state_ == StageState::Failed) fill = QColor(0xFF, 0xF1, 0xF2);
+  const Theme& t = theme();
+  QColor fill = t.dark ? t.clusterFill.lighter(100 + 6 * shade) : t.clusterFill.darker(100 + 3 * shade);
+  QColor border = state_ == StageState::None ? t.clusterBorder : stateColor(state_);
+  if (state_ == StageState::Failed) fill = t.failedClusterFill;
   p->setPen(QPen(border, state_ == StageState::Failed ? 2.4 : 1.2));
   p->setBrush(fill);
   p->drawRoundedRect(rect_, 8, 8);
@@ -164,7 +168,7 @@ void ClusterItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWi
   f.setPointSizeF(9);
   f.setBold(true);
   p->setFont(f);
-  p->setPen(state_ == StageState::Failed ? stateColor(state_).darker(120) : QColor(0x37, 0x47, 0x4F));
+  p->setPen(state_ == StageState::Failed ? (t.dark ? t.bad : stateColor(state_).darker(120)) : t.clusterText);
   QRectF title(rect_.left() + 8, rect_.top() + 3, rect_.width() - 16, 18);
   p->drawText(title, Qt::AlignLeft | Qt::AlignVCenter,
               QFontMetricsF(f).elidedText(QStringLiteral("\u25BE ") + title_, Qt::ElideRight, title.width()));
@@ -188,7 +192,7 @@ QRectF EdgeItem::boundingRect() const {
 
 void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidget*) {
   p->setRenderHint(QPainter::Antialiasing);
-  QColor c = emphasis_ ? linkColor() : QColor(0x90, 0xA4, 0xAE);
+  QColor c = emphasis_ ? linkColor() : theme().edge;
   double width = (emphasis_ ? 2.0 : 1.2) + std::min(count_ - 1, 6) * 0.35;
   p->setPen(QPen(c, width));
   p->setBrush(Qt::NoBrush);
@@ -200,7 +204,7 @@ void EdgeItem::paint(QPainter* p, const QStyleOptionGraphicsItem* option, QWidge
     QFont f = p->font();
     f.setPointSizeF(7);
     p->setFont(f);
-    p->setPen(QColor(0x54, 0x6E, 0x7A));
+    p->setPen(theme().edgeText);
     p->drawText(path().pointAtPercent(0.5) + QPointF(4, 0), QStringLiteral("%1").arg(count_));
   }
 }

@@ -1,11 +1,15 @@
 #include "ui/graph_view.h"
 
+#include <QBuffer>
 #include <QContextMenuEvent>
+#include <QEvent>
 #include <QFontMetricsF>
 #include <QGraphicsScene>
 #include <QMenu>
 #include <QMouseEvent>
+#include <QPainter>
 #include <QScrollBar>
+#include <QSvgGenerator>
 #include <QTimer>
 #include <QWheelEvent>
 #include <algorithm>
@@ -15,6 +19,8 @@
 
 #include "ui/graph_items.h"
 #include "ui/layout_worker.h"
+#include "ui/minimap.h"
+#include "ui/theme.h"
 
 namespace paraproof::ui {
 namespace {
@@ -49,6 +55,7 @@ GraphView::GraphView(LayoutWorker* worker, QWidget* parent) : QGraphicsView(pare
   setFocusPolicy(Qt::StrongFocus);
   connect(scene(), &QGraphicsScene::selectionChanged, this, &GraphView::onSceneSelectionChanged);
   connect(worker_, &LayoutWorker::finished, this, &GraphView::onLayout);
+  minimap_ = new Minimap(this);
 }
 
 GraphView::~GraphView() {
@@ -75,6 +82,7 @@ void GraphView::setModel(std::shared_ptr<GraphModel> model) {
   linkedElements_.clear();
   fitOnNextLayout_ = true;
   relayout();
+  minimap_->refresh();
 }
 
 void GraphView::relayout(int anchorNode) {
@@ -534,12 +542,47 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
   menu.exec(event->globalPos());
 }
 
+QImage GraphView::renderImage(int maxSide) const {
+  const QRectF box = scene()->itemsBoundingRect().adjusted(-20, -20, 20, 20);
+  const double scale = std::min(2.0, maxSide / std::max({box.width(), box.height(), 1.0}));
+  QImage image((box.size() * scale).toSize().expandedTo(QSize(1, 1)), QImage::Format_ARGB32_Premultiplied);
+  image.fill(theme().canvas);
+  QPainter p(&image);
+  p.setRenderHint(QPainter::Antialiasing);
+  scene()->render(&p, QRectF(QPointF(0, 0), box.size() * scale), box);
+  return image;
+}
+
+QByteArray GraphView::renderSvg(const QString& title) const {
+  const QRectF box = scene()->itemsBoundingRect().adjusted(-20, -20, 20, 20);
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
+  QSvgGenerator svg;
+  svg.setOutputDevice(&buffer);
+  svg.setSize(box.size().toSize());
+  svg.setViewBox(QRectF(QPointF(0, 0), box.size()));
+  svg.setTitle(title);
+  QPainter p(&svg);
+  p.fillRect(QRectF(QPointF(0, 0), box.size()), theme().canvas);
+  scene()->render(&p, QRectF(QPointF(0, 0), box.size()), box);
+  p.end();
+  return buffer.data();
+}
+
+void GraphView::changeEvent(QEvent* event) {
+  QGraphicsView::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange) return;
+  resetCachedContent();
+  if (scene()) scene()->update();
+  viewport()->update();
+}
+
 void GraphView::drawBackground(QPainter* painter, const QRectF& rect) {
-  painter->fillRect(rect, QColor(0xFC, 0xFD, 0xFE));
+  painter->fillRect(rect, theme().canvas);
   if (model_ || placeholder_.isEmpty()) return;
   painter->save();
   painter->resetTransform();
-  painter->setPen(QColor(0x90, 0xA4, 0xAE));
+  painter->setPen(theme().placeholder);
   QFont f = painter->font();
   f.setPointSizeF(11);
   painter->setFont(f);

@@ -18,6 +18,8 @@ class NodeItem;
 class ClusterItem;
 class EdgeItem;
 
+class Minimap;
+
 class GraphView : public QGraphicsView {
   Q_OBJECT
  public:
@@ -30,6 +32,7 @@ class GraphView : public QGraphicsView {
   // Takes a new model (or none); lays out its visible level.
   void setModel(std::shared_ptr<GraphModel> model);
   GraphModel* model() const { return model_.get(); }
+  Minimap* minimap() const { return minimap_; }
   void setPlaceholder(const QString& text);
 
   // Per element of the model; nodes and frames show the loudest state below them.
@@ -70,6 +73,10 @@ class GraphView : public QGraphicsView {
   void zoomIn();
   void zoomOut();
   void fitAll();
+  // The whole drawing (every drawn node, not only the part in view), for exports and failure reports: an
+  // image of at most `maxSide` pixels a side on the theme's canvas, or an SVG document.
+  QImage renderImage(int maxSide = 16000) const;
+  QByteArray renderSvg(const QString& title) const;
 
  signals:
   void elementsSelected(const std::vector<int>& elements);  // by the user
@@ -78,6 +85,8 @@ class GraphView : public QGraphicsView {
   void statusMessage(const QString& text);
 
  protected:
+  void changeEvent(
+      QEvent* event) override;  // a new palette: the canvas and boxes repaint in the theme's colours
   void wheelEvent(QWheelEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
@@ -119,6 +128,7 @@ class GraphView : public QGraphicsView {
   std::unordered_map<int, NodeItem*> nodeItems_;
   std::unordered_map<int, ClusterItem*> clusterItems_;
   std::vector<std::pair<EdgeItem*, std::pair<int, int>>> edgeItems_;
+  Minimap* minimap_ = nullptr;
 };
 
 }  // namespace paraproof::ui

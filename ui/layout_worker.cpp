@@ -165,6 +165,16 @@ LayoutWorker::LayoutWorker() {
   thread_.start();
 }
 
+std::shared_ptr<LayoutWorker> LayoutWorker::shared() {
+  static std::weak_ptr<LayoutWorker> current;
+  std::shared_ptr<LayoutWorker> worker = current.lock();
+  if (!worker) {
+    worker = std::make_shared<LayoutWorker>();
+    current = worker;
+  }
+  return worker;
+}
+
 LayoutWorker::~LayoutWorker() {
   QMetaObject::invokeMethod(
       context_,

@@ -3,6 +3,7 @@
 
 #include <QObject>
 #include <QThread>
+#include <memory>
 
 #include "ui/layout_cache.h"
 #include "ui/layout_types.h"
@@ -17,6 +18,9 @@ class LayoutWorker : public QObject {
  public:
   LayoutWorker();
   ~LayoutWorker() override;
+  // The worker every window of the process shares (Graphviz keeps global state: two threads running dot at
+  // once are not safe); the last window to go destroys it. UI thread only.
+  static std::shared_ptr<LayoutWorker> shared();
   // Ids are unique across every view sharing this worker, so each view recognises its own results.
   uint64_t nextJobId() { return ++lastJobId_; }
   void submit(LayoutJob job);

@@ -1,5 +1,6 @@
 #include "ui/legend_widget.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
@@ -32,10 +33,22 @@ LegendWidget::LegendWidget(QWidget* parent) : QWidget(parent) {
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(6, 0, 6, 0);
   layout->setSpacing(4);
+  build();
+  setToolTip(
+      tr("Node fill and border show the state of the stages covering it; a group shows its worst member."));
+}
+
+void LegendWidget::build() {
+  QLayout* layout = this->layout();
+  while (QLayoutItem* item = layout->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
   auto add = [&](const QColor& border, const QColor& fill, const QString& text) {
     layout->addWidget(chip(border, fill, text, this));
     auto* l = new QLabel(text, this);
-    l->setStyleSheet(QStringLiteral("color: #455a64; margin-right: 5px;"));
+    l->setStyleSheet(QStringLiteral("margin-right: 5px;"));
+    l->setVisible(!compact_);
     layout->addWidget(l);
   };
   for (StageState s : {StageState::Pending, StageState::Running, StageState::Verified, StageState::Failed,
@@ -44,8 +57,17 @@ LegendWidget::LegendWidget(QWidget* parent) : QWidget(parent) {
   QColor sel = selectionColor(), link = linkColor();
   add(sel, sel.lighter(180), tr("selected"));
   add(link, link.lighter(180), tr("linked"));
-  setToolTip(
-      tr("Node fill and border show the state of the stages covering it; a group shows its worst member."));
+}
+
+void LegendWidget::setCompact(bool compact) {
+  if (compact == compact_) return;
+  compact_ = compact;
+  build();
+}
+
+void LegendWidget::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) build();
 }
 
 }  // namespace paraproof::ui

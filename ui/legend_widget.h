@@ -9,6 +9,16 @@ class LegendWidget : public QWidget {
   Q_OBJECT
  public:
   explicit LegendWidget(QWidget* parent = nullptr);
+  // Compact: the colour chips only (each names itself in its tooltip), for narrow windows.
+  void setCompact(bool compact);
+  bool isCompact() const { return compact_; }
+
+ protected:
+  void changeEvent(QEvent* event) override;  // a new palette: the chips are drawn again in its colours
+
+ private:
+  void build();
+  bool compact_ = false;
 };
 
 }  // namespace paraproof::ui

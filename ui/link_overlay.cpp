@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ui/graph_view.h"
+#include "ui/theme.h"
 
 namespace paraproof::ui {
 namespace {
@@ -112,7 +113,7 @@ void LinkOverlay::paintEvent(QPaintEvent*) {
     p.setPen(Qt::NoPen);
     for (auto [point, atEdge] : {std::pair{s.logical, s.logicalAtEdge}, {s.parallel, s.parallelAtEdge}}) {
       // A filled dot on a node; a ring where the node is out of sight beyond the edge.
-      p.setBrush(atEdge ? QBrush(Qt::white) : QBrush(kLinkColor));
+      p.setBrush(atEdge ? QBrush(theme().canvas) : QBrush(kLinkColor));
       p.setPen(atEdge ? QPen(kLinkColor, 1.6) : Qt::NoPen);
       p.drawEllipse(point, 3.5, 3.5);
     }

@@ -1,6 +1,7 @@
 #include "ui/main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
@@ -21,11 +22,11 @@
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSettings>
 #include <QShortcut>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QSvgGenerator>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -35,15 +36,21 @@
 #include "core/parallel/bugs.h"
 #include "core/plan/json_io.h"
 #include "core/plan/torch_import.h"
+#include "ui/bug_tour.h"
+#include "ui/compare_window.h"
 #include "ui/counterexample_panel.h"
+#include "ui/failure_report.h"
 #include "ui/graph_view.h"
 #include "ui/layout_worker.h"
 #include "ui/legend_widget.h"
 #include "ui/link_overlay.h"
+#include "ui/minimap.h"
 #include "ui/properties_panel.h"
+#include "ui/search_panel.h"
 #include "ui/selection_coordinator.h"
 #include "ui/settings_dialog.h"
 #include "ui/stage_table.h"
+#include "ui/theme.h"
 #include "ui/verification_controller.h"
 #include "ui/zoo_dialog.h"
 
@@ -64,7 +71,6 @@ QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) 
   v->setSpacing(0);
   auto* bar = new QWidget(panel);
   bar->setObjectName("viewHeader");
-  bar->setStyleSheet("#viewHeader { background: #eceff1; border-bottom: 1px solid #cfd8dc; }");
   auto* h = new QHBoxLayout(bar);
   h->setContentsMargins(10, 4, 6, 4);
   h->addWidget(header, 1);
@@ -109,7 +115,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowIcon(QIcon(":/icons/paraproof.svg"));
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
-  worker_ = new LayoutWorker;
+  worker_ = LayoutWorker::shared();
   controller_ = new VerificationController(this);
   builder_ = new HierarchyBuilder(this);
   connect(builder_, &HierarchyBuilder::built, this, &MainWindow::onHierarchyBuilt);
@@ -119,6 +125,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildDocks();
   buildActions();
   buildStatusBar();
+  renderHeaders();
 
   connect(controller_, &VerificationController::stagesPlanned, this, &MainWindow::onStagesPlanned);
   connect(controller_, &VerificationController::stageStarted, this, [this](int stage) {
@@ -149,12 +156,11 @@ MainWindow::~MainWindow() {
   delete logicalView_;
   delete parallelView_;
   logicalView_ = parallelView_ = nullptr;
-  delete worker_;
 }
 
 void MainWindow::buildCentral() {
-  logicalView_ = new GraphView(worker_, this);
-  parallelView_ = new GraphView(worker_, this);
+  logicalView_ = new GraphView(worker_.get(), this);
+  parallelView_ = new GraphView(worker_.get(), this);
   logicalView_->setPlaceholder(tr("Open a plan (Ctrl+O) or drop a plan file here"));
   parallelView_->setPlaceholder(tr("Device programs appear here"));
   logicalHeader_ = new QLabel(tr("<b>Logical</b>"), this);
@@ -211,7 +217,7 @@ void MainWindow::buildCentral() {
 }
 
 void MainWindow::buildDocks() {
-  auto* stageDock = new QDockWidget(tr("Stages"), this);
+  auto* stageDock = stageDock_ = new QDockWidget(tr("Stages"), this);
   stageDock->setObjectName("stagesDock");
   auto* stagePanel = new QWidget(stageDock);
   auto* v = new QVBoxLayout(stagePanel);
@@ -263,7 +269,7 @@ void MainWindow::buildDocks() {
   connect(stageTable_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
           &MainWindow::onStageRowChanged);
 
-  auto* cexDock = new QDockWidget(tr("Counterexample"), this);
+  auto* cexDock = cexDock_ = new QDockWidget(tr("Counterexample"), this);
   cexDock->setObjectName("counterexampleDock");
   cexPanel_ = new CounterexamplePanel(cexDock);
   cexDock->setWidget(cexPanel_);
@@ -275,6 +281,13 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::BottomDockWidgetArea, cexDock);
   splitDockWidget(stageDock, cexDock, Qt::Horizontal);
   tabifyDockWidget(cexDock, propsDock_);
+  searchDock_ = new QDockWidget(tr("Search"), this);
+  searchDock_->setObjectName("searchDock");
+  searchPanel_ = new SearchPanel(searchDock_);
+  searchDock_->setWidget(searchPanel_);
+  tabifyDockWidget(propsDock_, searchDock_);
+  connect(searchPanel_, &SearchPanel::matchChosen, this,
+          [this](int index) { showSearchStep(selection_->goToMatch(static_cast<size_t>(index))); });
   cexDock->raise();
   resizeDocks({stageDock, cexDock}, {820, 640}, Qt::Horizontal);
   resizeDocks({stageDock}, {300}, Qt::Vertical);
@@ -294,11 +307,24 @@ void MainWindow::buildActions() {
   savePlanAction_->setShortcut(QKeySequence::Save);
   savePlanAction_->setEnabled(false);
   file->addSeparator();
+  compareFileAction_ =
+      file->addAction(tr("&Compare With Plan\u2026"), this, &MainWindow::compareWithFileDialog);
+  compareFileAction_->setToolTip(tr("Open another plan beside this one and step through what differs"));
+  compareBugAction_ =
+      file->addAction(tr("Compare With &Correct Plan"), this, &MainWindow::compareWithCorrectPlan);
+  compareBugAction_->setToolTip(tr("The generated plan without its injected bug beside the plan with it"));
+  compareFileAction_->setEnabled(false);
+  compareBugAction_->setEnabled(false);
+  file->addSeparator();
   QAction* exportViewAction =
       file->addAction(icon("export"), tr("Export &View as PNG/SVG\u2026"), this, &MainWindow::exportView);
   exportViewAction->setShortcut(QKeySequence(tr("Ctrl+E")));
   QAction* exportReportAction =
       file->addAction(tr("Export &Report as JSON\u2026"), this, &MainWindow::exportReport);
+  file->addAction(tr("Export &Failure Report (HTML/Markdown)\u2026"), this,
+                  &MainWindow::exportFailureReportDialog)
+      ->setToolTip(tr("One self-contained file to attach to a bug report: verdict, failing stages, "
+                      "counterexamples, the views"));
   exportReportAction->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
@@ -326,6 +352,35 @@ void MainWindow::buildActions() {
   find->setShortcut(QKeySequence::Find);
   QAction* findNext = view->addAction(tr("Find &Next"), this, [this] { search(searchBox_->text()); });
   findNext->setShortcut(QKeySequence::FindNext);
+  QAction* findPrevious =
+      view->addAction(tr("Find &Previous"), this, [this] { search(searchBox_->text(), true); });
+  findPrevious->setShortcut(QKeySequence::FindPrevious);
+  QAction* minimap = view->addAction(tr("&Minimap"));
+  minimap->setCheckable(true);
+  minimap->setChecked(QSettings().value("view/minimap", true).toBool());
+  minimap->setToolTip(tr("The whole drawing in the corner of each view, the part in view framed"));
+  auto showMinimaps = [this](bool on) {
+    for (GraphView* v : {logicalView_, parallelView_})
+      v->minimap()->setOn(on);
+  };
+  showMinimaps(minimap->isChecked());
+  connect(minimap, &QAction::toggled, this, [showMinimaps](bool on) {
+    QSettings().setValue("view/minimap", on);
+    showMinimaps(on);
+  });
+  view->addSeparator();
+  QMenu* themeMenu = view->addMenu(tr("&Theme"));
+  themeMenu->setToolTip(tr("System follows the desktop's palette; Light and Dark force one"));
+  auto* themes = new QActionGroup(this);
+  const ThemeChoice saved = savedThemeChoice();
+  for (ThemeChoice c : {ThemeChoice::System, ThemeChoice::Light, ThemeChoice::Dark}) {
+    QAction* a = themeMenu->addAction(themeChoiceName(c), this, [this, c] { setTheme(c); });
+    a->setCheckable(true);
+    a->setChecked(c == saved);
+    a->setData(static_cast<int>(c));
+    themes->addAction(a);
+    themeActions_.push_back(a);
+  }
   view->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>())
     view->addAction(dock->toggleViewAction());
@@ -347,6 +402,10 @@ void MainWindow::buildActions() {
   verifyMenu->addAction(icon("settings"), tr("&Settings\u2026"), this, &MainWindow::showSettings);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* tour = help->addAction(tr("Bug &Tour\u2026"), this, [this] { openTour(); });
+  tour->setToolTip(
+      tr("A catalog bug step by step: the correct plan, the bug, where it fails, what it changed"));
+  help->addSeparator();
   help->addAction(tr("&About ParaProof Inspector"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 
@@ -379,12 +438,41 @@ void MainWindow::buildActions() {
   auto* spacer = new QWidget(bar);
   spacer->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
   bar->addWidget(spacer);
-  bar->addWidget(new LegendWidget(bar));
+  legend_ = new LegendWidget(bar);
+  bar->addWidget(legend_);
+}
+
+// Below kCompactWidth x kCompactHeight the window keeps the graphs large: the bottom docks share one tab
+// group and a quarter of the height, the legend shows its chips only, the search box and progress bar narrow.
+void MainWindow::adaptToSize() {
+  constexpr int kCompactWidth = 1280, kCompactHeight = 760;
+  const bool compact = width() < kCompactWidth || height() < kCompactHeight;
+  if (!legend_ || compact == compact_) return;
+  compact_ = compact;
+  legend_->setCompact(compact);
+  searchBox_->setFixedWidth(compact ? 170 : 260);
+  progress_->setFixedWidth(compact ? 130 : 220);
+  if (compact) {
+    wideLayout_ = saveState();  // the arrangement to go back to (the user's own, if they moved docks)
+    tabifyDockWidget(stageDock_, cexDock_);
+    tabifyDockWidget(stageDock_, propsDock_);
+    tabifyDockWidget(stageDock_, searchDock_);
+    stageDock_->raise();
+    resizeDocks({stageDock_}, {std::max(120, height() / 4)}, Qt::Vertical);
+  } else if (!wideLayout_.isEmpty()) {
+    restoreState(wideLayout_);  // a dock tabbed with another cannot be split from it again
+  }
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  adaptToSize();
 }
 
 void MainWindow::buildStatusBar() {
   verdictLabel_ = new QLabel(this);
   verdictLabel_->setTextFormat(Qt::RichText);
+  verdictLabel_->setContentsMargins(12, 0, 4, 0);  // apart from a long status message on its left
   progressLabel_ = new QLabel(this);
   progress_ = new QProgressBar(this);
   progress_->setFixedWidth(220);
@@ -422,6 +510,7 @@ void MainWindow::openPlanFileInBackground(const QString& path, bool dialogOnErro
 }
 
 void MainWindow::generatePlanInBackground(const ZooRequest& request, bool dialogOnError) {
+  zooRequest_ = request;  // its plan is named describe(request): compare mode finds it by that name
   openInBackground(
       [request](QString* error) -> std::shared_ptr<Plan> {
         try {
@@ -484,6 +573,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   std::shared_ptr<const Plan> previous = std::move(plan_);
   plan_ = std::make_shared<const Plan>(std::move(plan));
   savePlanAction_->setEnabled(true);
+  updateCompareActions();
   haveReport_ = false;
   stageInfos_.clear();
   ++stagesVersion_;
@@ -498,6 +588,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   // Nothing of the previous plan stays: element numbers of its models mean nothing now. Freeing them (and the
   // plan) is left to a pool thread; the views show a placeholder until the new hierarchies arrive.
   selection_->reset();
+  searchPanel_->setResults(QString(), {});
   logicalView_->setModel(nullptr);
   parallelView_->setModel(nullptr);
   destroyInBackground(std::move(previous), std::move(logicalModel_), std::move(parallelModel_),
@@ -574,11 +665,11 @@ void MainWindow::onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build) {
     for (int64_t extent : plan_->mesh.shape)
       total *= extent;
   }
-  parallelHeader_->setText(
-      tr("<b>Parallel</b> &nbsp;<span style='color:#607d8b'>%1 of %2 devices shown%3</span>")
-          .arg(covered)
-          .arg(total)
-          .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString()));
+  parallelDetail_ = tr("%1 of %2 devices shown%3")
+                        .arg(covered)
+                        .arg(total)
+                        .arg(shown < covered ? tr(", %1 groups of replicas").arg(shown) : QString());
+  renderHeaders();
   // A stage selected while the hierarchy was being built is shown now.
   if (stageTable_->selectionModel()->hasSelection()) onStageRowChanged();
   if (opened)
@@ -639,12 +730,36 @@ void MainWindow::updateTitle() {
       mesh << QStringLiteral("%1=%2")
                   .arg(QString::fromStdString(plan_->mesh.axes[a]))
                   .arg(plan_->mesh.shape[a]);
-    logicalHeader_->setText(tr("<b>Logical</b> &nbsp;<span style='color:#607d8b'>%1 &middot; %2 ops &middot; "
-                               "mesh %3</span>")
-                                .arg(name.toHtmlEscaped())
-                                .arg(plan_->logical.ops.size())
-                                .arg(mesh.join(' ')));
+    logicalDetail_ = tr("%1 &middot; %2 ops &middot; mesh %3")
+                         .arg(name.toHtmlEscaped())
+                         .arg(plan_->logical.ops.size())
+                         .arg(mesh.join(' '));
+    renderHeaders();
   }
+}
+
+void MainWindow::renderHeaders() {
+  const Theme& t = theme();
+  for (QWidget* bar : findChildren<QWidget*>(QStringLiteral("viewHeader")))
+    bar->setStyleSheet(QStringLiteral("#viewHeader { background: %1; border-bottom: 1px solid %2; }")
+                           .arg(t.header.name(), t.headerBorder.name()));
+  // The header's own text colour follows the palette; only the detail is dimmed.
+  logicalHeader_->setText(tr("<b>Logical</b>") +
+                          (logicalDetail_.isEmpty() ? QString() : " &nbsp;" + t.dim(logicalDetail_)));
+  parallelHeader_->setText(tr("<b>Parallel</b>") +
+                           (parallelDetail_.isEmpty() ? QString() : " &nbsp;" + t.dim(parallelDetail_)));
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+  QMainWindow::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange && logicalHeader_) renderHeaders();
+}
+
+void MainWindow::setTheme(ThemeChoice choice) {
+  applyTheme(choice);
+  saveThemeChoice(choice);
+  for (QAction* a : themeActions_)
+    a->setChecked(a->data().toInt() == static_cast<int>(choice));
 }
 
 void MainWindow::runVerification() {
@@ -655,7 +770,8 @@ void MainWindow::runVerification() {
   stageMap_ = StageMap();
   pushStates();
   cexPanel_->showNothing(tr("Verifying\u2026"));
-  verdictLabel_->setText(tr("<span style='color:#1e88e5'>verifying\u2026</span>"));
+  verdictLabel_->setText(
+      tr("<span style='color:%1'>verifying\u2026</span>").arg(theme().stateText(StageState::Running).name()));
   progress_->setRange(0, 0);  // busy until the stages are known
   runAction_->setEnabled(false);
   cancelAction_->setEnabled(true);
@@ -713,16 +829,17 @@ void MainWindow::onFinished(const verify::Report& report) {
   progress_->setValue(failed + inconclusive + verified);
   updateProgress();
   QString verdict = QString::fromLatin1(verify::verdictName(report.verdict));
-  QColor c = report.verdict == verify::Verdict::Equivalent      ? stateColor(StageState::Verified)
-             : report.verdict == verify::Verdict::NotEquivalent ? stateColor(StageState::Failed)
-                                                                : stateColor(StageState::Inconclusive);
+  const StageState shown = report.verdict == verify::Verdict::Equivalent      ? StageState::Verified
+                           : report.verdict == verify::Verdict::NotEquivalent ? StageState::Failed
+                                                                              : StageState::Inconclusive;
   if (report.cancelled) verdict = tr("cancelled");
-  verdictLabel_->setText(QStringLiteral("<b style='color:%1'>%2</b>").arg(c.darker(110).name(), verdict));
+  verdictLabel_->setText(
+      QStringLiteral("<b style='color:%1'>%2</b>").arg(theme().stateText(shown).name(), verdict));
   if (report.verdict == verify::Verdict::Invalid) {
     QString errors;
     for (const auto& d : report.errors)
       errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
-    cexPanel_->setHtml(tr("<h3 style='color:#c62828'>The plan is invalid</h3><p>%1</p>").arg(errors));
+    cexPanel_->showHtml(tr("<h3 class='err'>The plan is invalid</h3><p>%1</p>").arg(errors));
   }
   const int checked = verified + failed + inconclusive;
   const int notRun = stageModel_->stageCount() - checked;
@@ -755,10 +872,12 @@ void MainWindow::updateProgress() {
     done += s == StageState::Verified || s == StageState::Failed || s == StageState::Inconclusive;
   if (stageModel_->stageCount() > 0) progress_->setValue(done);
   int failed = stageModel_->count(StageState::Failed);
-  progressLabel_->setText(
-      tr("%1%2 s")
-          .arg(failed ? tr("<b style='color:#c62828'>%1 failed</b> &middot; ").arg(failed) : QString())
-          .arg(controller_->elapsedSeconds(), 0, 'f', 1));
+  progressLabel_->setText(tr("%1%2 s")
+                              .arg(failed ? tr("<b style='color:%1'>%2 failed</b> &middot; ")
+                                                .arg(theme().stateText(StageState::Failed).name())
+                                                .arg(failed)
+                                          : QString())
+                              .arg(controller_->elapsedSeconds(), 0, 'f', 1));
 }
 
 void MainWindow::scheduleStatePush() {
@@ -882,21 +1001,44 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
                              5000);
 }
 
-bool MainWindow::search(const QString& text) {
+bool MainWindow::search(const QString& text, bool backwards) {
   if (!logicalModel_ || !parallelModel_ || text.trimmed().isEmpty()) return false;
-  const SelectionCoordinator::SearchStep step = selection_->search(text);
+  if (searchBox_->text() != text) searchBox_->setText(text);  // F3 steps on from here
+  const SelectionCoordinator::SearchStep step = selection_->search(text, backwards);
+  if (step.fresh || !step.view) {
+    std::vector<SearchPanel::Match> matches;
+    matches.reserve(selection_->searchHits().size());
+    for (auto [view, node] : selection_->searchHits()) {
+      const GraphModel& m = *view->model();
+      QStringList path;
+      for (int p = m.node(node).parent; p > m.root(); p = m.node(p).parent)
+        path.push_front(m.node(p).label);
+      matches.push_back(
+          {m.node(node).label, (view == logicalView_ ? tr("logical") : tr("parallel")) +
+                                   (path.isEmpty() ? QString() : ": " + path.join(" \u203a "))});
+    }
+    searchPanel_->setResults(text, matches);
+    searchDock_->show();
+    searchDock_->raise();
+  }
   if (!step.view) {
     statusBar()->showMessage(tr("No op, tensor or scope matches \u201c%1\u201d").arg(text), 4000);
     return false;
   }
+  showSearchStep(step);
+  return true;
+}
+
+void MainWindow::showSearchStep(const SelectionCoordinator::SearchStep& step) {
+  if (!step.view) return;
   lastActiveView_ = step.view;
+  searchPanel_->setCurrent(static_cast<int>(step.match) - 1);
   statusBar()->showMessage(tr("Match %1 of %2: %3 (%4)")
                                .arg(step.match)
                                .arg(step.matches)
                                .arg(step.view->model()->node(step.node).label,
                                     step.view == logicalView_ ? tr("logical") : tr("parallel")),
                            5000);
-  return true;
 }
 
 bool MainWindow::hierarchyPending() const {
@@ -951,7 +1093,52 @@ void MainWindow::openDialog() {
 void MainWindow::openZooDialog() {
   ZooDialog dialog(this);
   if (dialog.exec() != QDialog::Accepted) return;
-  if (std::optional<Plan> plan = dialog.takePlan()) openPlan(std::move(*plan), describe(dialog.request()));
+  if (std::optional<Plan> plan = dialog.takePlan()) {
+    openPlan(std::move(*plan), describe(dialog.request()));
+    zooRequest_ = dialog.request();
+    if (dialog.verifyAfterGenerating()) runVerification();
+  }
+  updateCompareActions();
+}
+
+void MainWindow::updateCompareActions() {
+  compareFileAction_->setEnabled(plan_ != nullptr);
+  compareBugAction_->setEnabled(plan_ && zooRequest_ && !zooRequest_->inject.isEmpty() &&
+                                planPath_ == describe(*zooRequest_));
+}
+
+CompareWindow* MainWindow::newCompareWindow() {
+  auto* w = new CompareWindow;
+  w->setAttribute(Qt::WA_DeleteOnClose);
+  w->show();
+  return w;
+}
+
+TourPanel* MainWindow::openTour() {
+  if (!tourDock_) {
+    tourDock_ = new QDockWidget(tr("Bug Tour"), this);
+    tourDock_->setObjectName("tourDock");
+    tourDock_->setWidget(new TourPanel(this, tourDock_));
+    addDockWidget(Qt::RightDockWidgetArea, tourDock_);
+  }
+  tourDock_->show();
+  tourDock_->raise();
+  return static_cast<TourPanel*>(tourDock_->widget());
+}
+
+void MainWindow::compareWithFileDialog() {
+  if (!plan_) return;
+  QSettings s;
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Compare With Plan"), s.value("files/lastDir").toString(),
+                                   tr("ParaProof plans (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  s.setValue("files/lastDir", QFileInfo(path).absolutePath());
+  newCompareWindow()->comparePlanWithFile(plan_, planPath_, path);
+}
+
+void MainWindow::compareWithCorrectPlan() {
+  if (zooRequest_ && !zooRequest_->inject.isEmpty()) newCompareWindow()->compareWithBug(*zooRequest_);
 }
 
 void MainWindow::savePlanDialog() {
@@ -993,30 +1180,57 @@ void MainWindow::exportView() {
   QString path = QFileDialog::getSaveFileName(this, tr("Export View"), QString(),
                                               tr("PNG image (*.png);;SVG drawing (*.svg)"));
   if (path.isEmpty()) return;
-  QRectF box = view->scene()->itemsBoundingRect().adjusted(-20, -20, 20, 20);
-  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
-    QSvgGenerator svg;
-    svg.setFileName(path);
-    svg.setSize(box.size().toSize());
-    svg.setViewBox(QRectF(QPointF(0, 0), box.size()));
-    svg.setTitle(windowTitle());
-    QPainter p(&svg);
-    view->scene()->render(&p, QRectF(QPointF(0, 0), box.size()), box);
-  } else {
-    if (!path.endsWith(".png", Qt::CaseInsensitive)) path += ".png";
-    double scale = std::min(2.0, 16000.0 / std::max(box.width(), box.height()));
-    QImage image((box.size() * scale).toSize(), QImage::Format_ARGB32_Premultiplied);
-    image.fill(Qt::white);
-    QPainter p(&image);
-    p.setRenderHint(QPainter::Antialiasing);
-    view->scene()->render(&p, QRectF(QPointF(0, 0), box.size() * scale), box);
-    p.end();
-    if (!image.save(path)) {
-      QMessageBox::warning(this, tr("Export failed"), tr("Could not write %1").arg(path));
-      return;
-    }
+  QSaveFile file(path.endsWith(".svg", Qt::CaseInsensitive) || path.endsWith(".png", Qt::CaseInsensitive)
+                     ? path
+                     : path + ".png");
+  const bool svg = file.fileName().endsWith(".svg", Qt::CaseInsensitive);
+  const bool ok =
+      file.open(QIODevice::WriteOnly) &&
+      (svg ? file.write(view->renderSvg(windowTitle())) >= 0 : view->renderImage().save(&file, "PNG")) &&
+      file.commit();
+  if (!ok) {
+    QMessageBox::warning(this, tr("Export failed"), tr("Could not write %1").arg(file.fileName()));
+    return;
   }
   statusBar()->showMessage(tr("Exported view to %1").arg(path), 5000);
+}
+
+bool MainWindow::exportFailureReport(const QString& path, QString* error) {
+  if (!haveReport_ || !plan_) {
+    if (error) *error = tr("run verification first (F5)");
+    return false;
+  }
+  FailureReport r;
+  r.report = &controller_->lastReport();
+  r.planName = QString::fromStdString(plan_->name.empty() ? std::string("plan") : plan_->name);
+  r.planSource = planPath_;
+  r.bugNote = bugNote();
+  const bool markdown =
+      path.endsWith(".md", Qt::CaseInsensitive) || path.endsWith(".markdown", Qt::CaseInsensitive);
+  if (markdown) {
+    r.logicalImage = logicalView_->renderImage(4000);
+    r.parallelImage = parallelView_->renderImage(4000);
+  } else {
+    r.logicalSvg = logicalView_->renderSvg(tr("Logical"));
+    r.parallelSvg = parallelView_->renderSvg(tr("Parallel"));
+  }
+  return writeFailureReport(path, r, error);
+}
+
+void MainWindow::exportFailureReportDialog() {
+  if (!haveReport_) {
+    QMessageBox::information(this, tr("No report"), tr("Run verification first (F5)."));
+    return;
+  }
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export Failure Report"), QString(),
+                                                    tr("HTML page (*.html);;Markdown (*.md)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportFailureReport(path, &error)) {
+    QMessageBox::warning(this, tr("Export failed"), error);
+    return;
+  }
+  statusBar()->showMessage(tr("Wrote the failure report to %1").arg(path), 5000);
 }
 
 void MainWindow::exportReport() {

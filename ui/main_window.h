@@ -12,7 +12,10 @@
 #include "ui/hierarchy_builder.h"
 #include "ui/lineage_index.h"
 #include "ui/report_metatypes.h"
+#include "ui/selection_coordinator.h"
 #include "ui/stage_map.h"
+#include "ui/theme.h"
+#include "ui/zoo_dialog.h"
 
 class QComboBox;
 class QLabel;
@@ -27,16 +30,19 @@ class QDockWidget;
 
 namespace paraproof::ui {
 
+class CompareWindow;
 class CounterexamplePanel;
 class PropertiesPanel;
+class SearchPanel;
 class SelectionCoordinator;
+class TourPanel;
 class GraphView;
 class LayoutWorker;
+class LegendWidget;
 class LinkOverlay;
 class StageFilterProxy;
 class StageTableModel;
 class VerificationController;
-struct ZooRequest;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -61,18 +67,32 @@ class MainWindow : public QMainWindow {
   // when there is no plan.
   bool savePlanInBackground(const QString& path, bool dialogOnError = true);
 
+  // Writes the last verification's failure report (HTML, or Markdown for *.md; ui/failure_report.h).
+  bool exportFailureReport(const QString& path, QString* error = nullptr);
+
   void runVerification();
   void cancelVerification();
   bool isVerifying() const;
   void setVerifyOptions(const verify::Options& o) { options_ = o; }
   const verify::Options& verifyOptions() const { return options_; }
 
+  // A new compare window (deleted on close), shown; the caller starts its comparison.
+  static CompareWindow* newCompareWindow();
+  // View > Theme: applies the choice to the application and saves it.
+  void setTheme(ThemeChoice choice);
+  // Shows the bug tour's panel (Help > Bug Tour), creating it on first use.
+  TourPanel* openTour();
+
   void setParallelSelection(ParallelSelection selection);  // also sets micro-batch folding
   void selectStage(int stageIndex);  // focuses it in both views and shows its counterexample
   int firstFailingStage() const;     // -1 when none
-  // Finds op / tensor / scope names in both views; each call moves to the next match. False if none.
-  bool search(const QString& text);
-  bool hierarchyPending() const;  // a plan is being loaded or its hierarchies built
+  // Finds op / tensor / scope names in both views and lists them in the Search dock with their count; each
+  // call with the same text moves to the next match (`backwards`: the previous one). False if none.
+  bool search(const QString& text, bool backwards = false);
+  SearchPanel* searchPanel() const { return searchPanel_; }
+  LegendWidget* legend() const { return legend_; }
+  bool isCompact() const { return compact_; }  // laid out for a small window
+  bool hierarchyPending() const;               // a plan is being loaded or its hierarchies built
   // Anything still in flight before the views are settled: loading, building hierarchies, layouts.
   bool layoutsPending() const;
 
@@ -94,6 +114,8 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void changeEvent(QEvent* event) override;  // a new palette: headers in its colours
+  void resizeEvent(QResizeEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -117,6 +139,9 @@ class MainWindow : public QMainWindow {
   void pushStates();
   void updateProgress();
   void updateTitle();
+  void renderHeaders();
+  void adaptToSize();  // compact docks and toolbar in small windows  // the view headers' text and bar, in
+                       // the theme's colours
   void onStagesPlanned(const std::vector<verify::StageInfo>& stages);
   void onStageFinished(const verify::StageResult& result);
   void onFinished(const verify::Report& report);
@@ -124,6 +149,7 @@ class MainWindow : public QMainWindow {
   void onParallelSelection(const std::vector<int>& elements);
   void onStageRowChanged();
   void showStage(int stage);
+  void showSearchStep(const SelectionCoordinator::SearchStep& step);
   // The op a selection or a failure is about, in the properties panel (raised when `raise`).
   void showProperties(const std::string& opId, bool raise);
   struct StageFocus {
@@ -137,15 +163,19 @@ class MainWindow : public QMainWindow {
                         const std::optional<verify::StageResult>& result) const;
   void openDialog();
   void openZooDialog();
+  void compareWithFileDialog();
+  void compareWithCorrectPlan();
+  void updateCompareActions();
   void savePlanDialog();
   void exportView();
   void exportReport();
+  void exportFailureReportDialog();
   void showSettings();
   void showAbout();
   GraphView* activeView() const;
   QString bugNote() const;
 
-  LayoutWorker* worker_;
+  std::shared_ptr<LayoutWorker> worker_;  // released after the views (destructor)
   VerificationController* controller_;
   HierarchyBuilder* builder_;
   std::shared_ptr<const Plan> plan_;
@@ -160,14 +190,19 @@ class MainWindow : public QMainWindow {
   verify::Options options_;
   bool haveReport_ = false;
   QAction* savePlanAction_ = nullptr;
+  QAction* compareFileAction_ = nullptr;
+  QAction* compareBugAction_ = nullptr;
+  std::optional<ZooRequest> zooRequest_;  // the last zoo plan asked for (compare with its correct plan)
 
   GraphView* logicalView_;
   GraphView* parallelView_;
   QSplitter* splitter_ = nullptr;
   LinkOverlay* links_ = nullptr;
   bool splitSized_ = false;
-  QLabel* logicalHeader_;
-  QLabel* parallelHeader_;
+  QLabel* logicalHeader_ = nullptr;
+  QLabel* parallelHeader_ = nullptr;
+  QString logicalDetail_, parallelDetail_;  // what the headers say after their titles
+  std::vector<QAction*> themeActions_;
   QComboBox* parallelMode_;
   QComboBox* parallelValue_;
   QCheckBox* foldMicroBatches_;
@@ -179,6 +214,14 @@ class MainWindow : public QMainWindow {
   CounterexamplePanel* cexPanel_;
   PropertiesPanel* propsPanel_;
   QDockWidget* propsDock_ = nullptr;
+  QDockWidget* tourDock_ = nullptr;
+  QDockWidget* stageDock_ = nullptr;
+  QDockWidget* cexDock_ = nullptr;
+  LegendWidget* legend_ = nullptr;
+  bool compact_ = false;
+  QByteArray wideLayout_;  // dock arrangement before the window went compact
+  SearchPanel* searchPanel_ = nullptr;
+  QDockWidget* searchDock_ = nullptr;
   QLineEdit* searchBox_;
   QProgressBar* progress_;
   QPushButton* cancelButton_;

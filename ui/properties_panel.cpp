@@ -1,4 +1,5 @@
 #include "ui/properties_panel.h"
+#include "ui/theme.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -49,11 +50,12 @@ void PropertiesPanel::showOp(const Plan& plan, const std::string& opId) {
                       .arg(shown_.instanceCount())
                       .arg(shown_.variants.size() == 1
                                ? tr("all the same op")
-                               : tr("<span style='color:#c62828'><b>%1 variants</b></span>, differing in %2 "
+                               : tr("<span style='color:%4'><b>%1 variants</b></span>, differing in %2 "
                                     "propert%3")
                                      .arg(shown_.variants.size())
                                      .arg(differing)
-                                     .arg(differing == 1 ? "y" : "ies"));
+                                     .arg(differing == 1 ? "y" : "ies")
+                                     .arg(theme().bad.name()));
   if (static_cast<int>(shown_.variants.size()) > columns)
     title += tr(" (the %1 most common shown)").arg(columns);
   if (plan.replicas || plan.microbatches)
@@ -69,7 +71,7 @@ void PropertiesPanel::showOp(const Plan& plan, const std::string& opId) {
                                         QStringLiteral(" (%1)").arg(var.instances.size()));
     table_->setHorizontalHeaderItem(c, header);
   }
-  const QColor deviant(255, 205, 150), deviantText(Qt::black);
+  const QColor deviant = theme().deviantFill, deviantText = theme().deviantText;
   for (int r = 0; r < rows; ++r) {
     auto* header = new QTableWidgetItem(QString::fromStdString(shown_.rows[static_cast<size_t>(r)]));
     if (shown_.differs[static_cast<size_t>(r)]) {

@@ -48,22 +48,34 @@ void SelectionCoordinator::showStage(const std::vector<int>& logical, int logica
   parallel_->bringIntoView(parallel, parallelFocus);
 }
 
-SelectionCoordinator::SearchStep SelectionCoordinator::search(const QString& text) {
+SelectionCoordinator::SearchStep SelectionCoordinator::search(const QString& text, bool backwards) {
+  bool fresh = false;
   if (text != lastSearch_) {
     lastSearch_ = text;
     hits_.clear();
     next_ = 0;
+    fresh = true;
     for (GraphView* view : {logical_, parallel_})
       if (view->model())
         for (int n : view->model()->find(text))
           hits_.emplace_back(view, n);
   }
   if (hits_.empty()) return {};
+  // next_ is one past the current match; backwards goes to the one before the current.
+  const size_t n = hits_.size();
+  SearchStep step = goToMatch(fresh ? 0 : backwards ? (next_ + 2 * n - 2) % n : next_ % n);
+  step.fresh = fresh;
+  return step;
+}
+
+SelectionCoordinator::SearchStep SelectionCoordinator::goToMatch(size_t index) {
+  if (hits_.empty()) return {};
   SearchStep step;
-  std::tie(step.view, step.node) = hits_[next_ % hits_.size()];
-  step.match = next_ % hits_.size() + 1;
+  index %= hits_.size();
+  std::tie(step.view, step.node) = hits_[index];
+  step.match = index + 1;
   step.matches = hits_.size();
-  ++next_;
+  next_ = index + 1;
   step.view->focusNode(step.node);
   linkFrom(step.view, step.view->model()->elementsUnder(step.node));
   return step;

@@ -36,9 +36,15 @@ class SelectionCoordinator {
     GraphView* view = nullptr;  // null: no match
     int node = -1;
     size_t match = 0, matches = 0;  // 1-based position among all matches of both views
+    bool fresh = false;             // the text changed: the matches were found anew
   };
-  // Each call with the same text moves to the next match (logical view's first, then the parallel's).
-  SearchStep search(const QString& text);
+  // Each call with the same text moves to the next match (logical view's first, then the parallel's);
+  // `backwards` to the previous one.
+  SearchStep search(const QString& text, bool backwards = false);
+  // Goes to match `index` (0-based) of the last search.
+  SearchStep goToMatch(size_t index);
+  using SearchHit = std::pair<GraphView*, int>;  // view, hierarchy node
+  const std::vector<SearchHit>& searchHits() const { return hits_; }
 
  private:
   GraphView* other(GraphView* view) const;
@@ -48,8 +54,8 @@ class SelectionCoordinator {
   LinkOverlay* links_;
   LineageIndex lineage_;
   QString lastSearch_;
-  std::vector<std::pair<GraphView*, int>> hits_;
-  size_t next_ = 0;
+  std::vector<SearchHit> hits_;
+  size_t next_ = 0;  // the match the next forward step goes to
 };
 
 }  // namespace paraproof::ui

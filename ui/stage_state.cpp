@@ -1,5 +1,7 @@
 #include "ui/stage_state.h"
 
+#include "ui/theme.h"
+
 namespace paraproof::ui {
 
 StageState stateOf(solver::Status status) {
@@ -55,21 +57,7 @@ QColor stateColor(StageState s) {
 }
 
 QColor stateFillColor(StageState s) {
-  switch (s) {
-    case StageState::None:
-      return QColor(0xFF, 0xFF, 0xFF);
-    case StageState::Pending:
-      return QColor(0xEE, 0xEE, 0xEE);
-    case StageState::Running:
-      return QColor(0xD6, 0xEA, 0xFB);
-    case StageState::Verified:
-      return QColor(0xE3, 0xF4, 0xE4);
-    case StageState::Failed:
-      return QColor(0xFF, 0xCD, 0xD2);
-    case StageState::Inconclusive:
-      return QColor(0xFF, 0xEC, 0xB3);
-  }
-  return Qt::white;
+  return theme().stateFill(s);
 }
 
 QColor selectionColor() {

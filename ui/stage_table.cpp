@@ -1,4 +1,5 @@
 #include "ui/stage_table.h"
+#include "ui/theme.h"
 
 #include <algorithm>
 
@@ -112,7 +113,7 @@ QVariant StageTableModel::data(const QModelIndex& index, int role) const {
   if (role == kStageIndexRole) return row;
   if (role == kStateRole) return static_cast<int>(state);
   if (role == Qt::DecorationRole && index.column() == Status) return stateColor(state);
-  if (role == Qt::ForegroundRole && index.column() == Status) return QBrush(stateColor(state).darker(130));
+  if (role == Qt::ForegroundRole && index.column() == Status) return QBrush(theme().stateText(state));
   if (role == Qt::BackgroundRole && state == StageState::Failed) return QBrush(stateFillColor(state));
   if (role == Qt::FontRole && state == StageState::Failed) {
     QFont f;

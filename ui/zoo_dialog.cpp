@@ -1,12 +1,14 @@
 #include "ui/zoo_dialog.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QtConcurrent>
 #include <memory>
@@ -15,18 +17,39 @@
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "ui/theme.h"
 
 namespace paraproof::ui {
 
-Plan generateFromZoo(const ZooRequest& r) {
+namespace {
+
+struct ZooSpec {
+  const models::ModelConfig* model;
+  parallel::ParallelSpec spec;
+  parallel::GenerateOptions options;
+};
+
+ZooSpec specOf(const ZooRequest& r) {
   const models::ModelConfig* model = models::findModel(r.model.toStdString());
   if (!model)
     throw std::invalid_argument("unknown model '" + r.model.toStdString() + "' (see `paraproof models`)");
-  parallel::ParallelSpec spec = parallel::parseParallel(r.parallel.toStdString());
-  parallel::GenerateOptions options;
-  options.layers = r.layers;
-  options.inject = r.inject.toStdString();
-  return parallel::generatePlan(*model, spec, options);
+  ZooSpec z{model, parallel::parseParallel(r.parallel.toStdString()), {}};
+  z.options.layers = r.layers;
+  z.options.inject = r.inject.toStdString();
+  return z;
+}
+
+}  // namespace
+
+Plan generateFromZoo(const ZooRequest& r) {
+  const ZooSpec z = specOf(r);
+  return parallel::generatePlan(*z.model, z.spec, z.options);
+}
+
+parallel::BugComparison generateComparisonFromZoo(const ZooRequest& injected) {
+  if (injected.inject.isEmpty()) throw std::invalid_argument("choose a bug to compare the plan with");
+  const ZooSpec z = specOf(injected);
+  return parallel::generateBugComparison(*z.model, z.spec, z.options);
 }
 
 QString describe(const ZooRequest& r) {
@@ -45,7 +68,7 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
     model_->addItem(QString::fromStdString(m.name));
   modelNote_ = new QLabel(this);
   modelNote_->setWordWrap(true);
-  modelNote_->setStyleSheet("color: #607d8b;");
+  modelNote_->setStyleSheet(QStringLiteral("color: %1;").arg(theme().dimText.name()));
   layers_ = new QSpinBox(this);
   layers_->setRange(0, 200);
   layers_->setSpecialValueText(tr("model's own"));
@@ -56,19 +79,30 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
   parallel_->setPlaceholderText("dp=2,tp=2,pp=2,mb=2[,sp][,cp=2][,ep=2][,zero=1]");
   bug_ = new QComboBox(this);
   bug_->addItem(tr("(none: a correct plan)"), QString());
-  for (const auto& b : parallel::bugCatalog())
+  for (const auto& b : parallel::bugCatalog()) {
     bug_->addItem(
         QStringLiteral("%1  \u2014  %2").arg(QString::fromStdString(b.id), QString::fromStdString(b.cls)),
         QString::fromStdString(b.id));
+    bug_->setItemData(bug_->count() - 1, QString::fromStdString(b.description), Qt::ToolTipRole);
+  }
   where_ = new QLineEdit(this);
   where_->setPlaceholderText(tr("optional: layer=1,rank=2,mb=0"));
   bugNote_ = new QLabel(this);
   bugNote_->setWordWrap(true);
   bugNote_->setMinimumHeight(48);
-  bugNote_->setStyleSheet("background: #fff8e1; border: 1px solid #ffe082; padding: 6px;");
+  bugNote_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::MinimumExpanding);
+  bugNote_->setStyleSheet(QStringLiteral("background: %1; border: 1px solid %2; padding: 6px; color: %3;")
+                              .arg(theme().bugFill.name(), theme().bugBorder.name(), theme().text.name()));
+  verifyAfter_ = new QCheckBox(tr("&Verify after generating"), this);
+  model_->setObjectName("model");
+  layers_->setObjectName("layers");
+  parallel_->setObjectName("parallel");
+  bug_->setObjectName("bug");
+  where_->setObjectName("where");
+  verifyAfter_->setObjectName("verifyAfter");
   error_ = new QLabel(this);
   error_->setWordWrap(true);
-  error_->setStyleSheet("color: #c62828;");
+  error_->setStyleSheet(QStringLiteral("color: %1;").arg(theme().bad.name()));
   form->addRow(tr("Model:"), model_);
   form->addRow(QString(), modelNote_);
   form->addRow(tr("Layers:"), layers_);
@@ -76,7 +110,10 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
   form->addRow(tr("Inject bug:"), bug_);
   form->addRow(tr("Where:"), where_);
   form->addRow(QString(), bugNote_);
+  form->addRow(QString(), verifyAfter_);
   form->addRow(error_);
+  // The dialog grows with the bug's text instead of cutting it.
+  form->setSizeConstraint(QLayout::SetMinimumSize);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   buttons->button(QDialogButtonBox::Ok)->setText(tr("Generate"));
   connect(buttons, &QDialogButtonBox::accepted, this, &ZooDialog::accept);
@@ -86,6 +123,29 @@ ZooDialog::ZooDialog(QWidget* parent) : QDialog(parent) {
   connect(bug_, &QComboBox::currentIndexChanged, this, &ZooDialog::onBugChanged);
   onModelChanged();
   onBugChanged();
+  restoreLastRequest();
+}
+
+// The last request generated (saved on accept): a lesson goes on where it was.
+void ZooDialog::restoreLastRequest() {
+  QSettings s;
+  if (!s.contains(QStringLiteral("zoo/model"))) return;
+  if (int i = model_->findText(s.value(QStringLiteral("zoo/model")).toString()); i >= 0)
+    model_->setCurrentIndex(i);
+  layers_->setValue(s.value(QStringLiteral("zoo/layers"), layers_->value()).toInt());
+  QString bug = s.value(QStringLiteral("zoo/bug")).toString();
+  const QString where = bug.section('@', 1);
+  bug = bug.section('@', 0, 0);
+  if (int i = bug_->findData(bug); i >= 0) bug_->setCurrentIndex(i);  // sets the catalog's model and spec
+  if (int i = model_->findText(s.value(QStringLiteral("zoo/model")).toString()); i >= 0)
+    model_->setCurrentIndex(i);
+  parallel_->setText(s.value(QStringLiteral("zoo/parallel"), parallel_->text()).toString());
+  where_->setText(where);
+  verifyAfter_->setChecked(s.value(QStringLiteral("zoo/verify"), false).toBool());
+}
+
+bool ZooDialog::verifyAfterGenerating() const {
+  return verifyAfter_->isChecked();
 }
 
 void ZooDialog::onModelChanged() {
@@ -145,6 +205,13 @@ void ZooDialog::accept() {
     error_->setText(g.error);
     if (!g.plan) return;
     plan_ = std::move(*g.plan);
+    const ZooRequest r = request();
+    QSettings s;
+    s.setValue(QStringLiteral("zoo/model"), r.model);
+    s.setValue(QStringLiteral("zoo/layers"), r.layers);
+    s.setValue(QStringLiteral("zoo/parallel"), r.parallel);
+    s.setValue(QStringLiteral("zoo/bug"), r.inject);
+    s.setValue(QStringLiteral("zoo/verify"), verifyAfter_->isChecked());
     QDialog::accept();
   });
 }

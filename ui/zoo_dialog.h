@@ -5,8 +5,10 @@
 #include <functional>
 #include <optional>
 
+#include "core/parallel/generate.h"
 #include "core/plan/plan.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -23,6 +25,8 @@ struct ZooRequest {
 
 // Builds the plan; throws std::invalid_argument with a readable message for impossible requests.
 Plan generateFromZoo(const ZooRequest& request);
+// The plan without the request's bug and with it, generated so that only the bug differs (compare mode).
+parallel::BugComparison generateComparisonFromZoo(const ZooRequest& injected);
 // A plan name that says what it is, e.g. "llama3-8b dp=2,tp=2 + tv01-allreduce-missing".
 QString describe(const ZooRequest& request);
 
@@ -31,6 +35,7 @@ class ZooDialog : public QDialog {
  public:
   explicit ZooDialog(QWidget* parent = nullptr);
   ZooRequest request() const;
+  bool verifyAfterGenerating() const;  // the "Verify after generating" box (remembered with the request)
   // The plan built when the dialog was accepted.
   std::optional<Plan> takePlan() { return std::move(plan_); }
   // What builds the plan on the pool thread (generateFromZoo); tests put a gate in front of it.
@@ -44,6 +49,7 @@ class ZooDialog : public QDialog {
   void onBugChanged();
   bool generating_ = false;
   void onModelChanged();
+  void restoreLastRequest();
 
   QComboBox* model_;
   QLabel* modelNote_;
@@ -52,6 +58,7 @@ class ZooDialog : public QDialog {
   QComboBox* bug_;
   QLineEdit* where_;
   QLabel* bugNote_;
+  QCheckBox* verifyAfter_;
   QLabel* error_;
   std::optional<Plan> plan_;
   Generator generator_ = generateFromZoo;

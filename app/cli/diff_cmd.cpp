@@ -21,8 +21,6 @@ const char* kHelp =
     "op.\n\n"
     "exit codes: 0 identical, 1 different, 2 invalid input or usage\n";
 
-constexpr int64_t kExplicitUpTo = 1024;
-
 // Loads and validates; prints the errors and returns false when the plan cannot be compared.
 bool load(const std::string& path, Plan& plan) {
   try {
@@ -53,19 +51,11 @@ int runDiff(const std::vector<std::string>& argv) {
     if (!args.has("inject"))
       throw UsageError("--model needs --inject BUG: the plan is compared with its bug");
     try {
-      // Compact plans state different replicas and copies with a bug than without (the deviant's): up to
-      // kExplicitUpTo devices both are generated explicit, so only the bug differs.
-      GenerateRequest request = generateRequestFromArgs(args);
-      b = request.generate();
-      int64_t devices = 1;
-      for (int64_t n : b.mesh.shape)
-        devices *= n;
-      if ((b.replicas || b.microbatches) && devices <= kExplicitUpTo) {
-        request.options.compact = false;
-        b = request.generate();
-      }
-      request.options.inject.clear();
-      a = request.generate();
+      const GenerateRequest request = generateRequestFromArgs(args);
+      auto [correct, injected] =
+          parallel::generateBugComparison(*request.model, request.spec, request.options);
+      a = std::move(correct);
+      b = std::move(injected);
     } catch (const std::invalid_argument& e) {
       std::cerr << "paraproof diff: " << e.what() << "\n";
       return 2;

@@ -402,4 +402,20 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   return plan;
 }
 
+BugComparison generateBugComparison(const ModelConfig& model, const ParallelSpec& spec,
+                                    GenerateOptions options) {
+  BugComparison c;
+  c.injected = generatePlan(model, spec, options);
+  int64_t devices = 1;
+  for (int64_t n : c.injected.mesh.shape)
+    devices *= n;
+  if ((c.injected.replicas || c.injected.microbatches) && devices <= kExplicitComparisonUpTo) {
+    options.compact = false;
+    c.injected = generatePlan(model, spec, options);
+  }
+  options.inject.clear();
+  c.correct = generatePlan(model, spec, options);
+  return c;
+}
+
 }  // namespace paraproof::parallel

@@ -36,4 +36,15 @@ struct GenerateOptions {
 Plan generatePlan(const models::ModelConfig& model, const ParallelSpec& spec,
                   const GenerateOptions& options = {});
 
+// A plan without its bug and with it (options.inject), generated so that only the bug differs: a compact
+// plan states more replicas and micro-batch copies with a bug (the deviant's) than without, so up to
+// kExplicitComparisonUpTo devices both plans are explicit. For `paraproof diff --model` and the inspector's
+// compare mode. Throws as generatePlan.
+constexpr int64_t kExplicitComparisonUpTo = 1024;
+struct BugComparison {
+  Plan correct, injected;
+};
+BugComparison generateBugComparison(const models::ModelConfig& model, const ParallelSpec& spec,
+                                    GenerateOptions options);
+
 }  // namespace paraproof::parallel

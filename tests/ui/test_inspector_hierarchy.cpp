@@ -1,8 +1,12 @@
 // The hierarchy: scope groups, device groups with folded data-parallel replicas, folded micro-batches,
 // structurally identical groups, collapse/expand, big groups split, and search focusing a node.
+#include <QListWidget>
+
 #include "core/models/zoo.h"
 #include "core/parallel/generate.h"
 #include "inspector_test_support.h"
+#include "ui/minimap.h"
+#include "ui/search_panel.h"
 #include "ui/zoo_dialog.h"
 
 using namespace paraproof;
@@ -416,6 +420,90 @@ class TestInspectorHierarchy : public QObject {
     saveScreenshot(w, "inspector-search");
 
     QVERIFY(!w.search("no-such-op-anywhere"));
+  }
+
+  // The minimap shows the whole drawing with the part in view framed while the view is zoomed in, moves the
+  // view where it is clicked, and stays out of the way when everything is in view or it is switched off.
+  void minimapFramesThePartInViewAndMovesThere() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(w.openPlanFile(fixture("mlp_dp2tp2.json")));
+    QVERIFY(waitForLayouts(w));
+    GraphView* view = w.parallelView();
+    view->expandAll();
+    QVERIFY(waitForLayouts(w));
+    view->fitAll();
+    Minimap* map = view->minimap();
+    QVERIFY(!map->isVisible());  // all in view: nothing to navigate
+    for (int i = 0; i < 6; ++i)
+      view->zoomIn();
+    QTRY_VERIFY(map->isVisible());
+    const QRectF drawing = view->scene()->sceneRect();
+    const QRectF viewed = map->viewedSceneRect();
+    QVERIFY(drawing.contains(viewed.center()));
+    QVERIFY(viewed.width() < drawing.width() || viewed.height() < drawing.height());
+    // Inside the view's viewport, in its lower right corner.
+    QVERIFY(view->viewport()->geometry().contains(map->geometry()));
+    saveScreenshot(w, "inspector-minimap");
+
+    // A click on the drawing's top left corner (in the minimap) moves the view there.
+    const QPoint topLeft =
+        map->mapFromScene(drawing.topLeft() + QPointF(drawing.width() * 0.1, drawing.height() * 0.1));
+    QTest::mouseClick(map->viewport(), Qt::LeftButton, {}, topLeft);
+    const QPointF centre = map->viewedSceneRect().center();
+    QVERIFY2(centre.x() < drawing.center().x() && centre.y() <= drawing.center().y() + 1,
+             qPrintable(QStringLiteral("%1,%2").arg(centre.x()).arg(centre.y())));
+
+    map->setOn(false);
+    QVERIFY(!map->isVisible());
+    map->setOn(true);
+    QVERIFY(map->isVisible());
+    view->fitAll();
+    QTRY_VERIFY(!map->isVisible());
+  }
+
+  // The Search dock lists every match of both graphs with their count; F3 / Shift+F3 step through the list
+  // (wrapping), a click goes to a row, and each step selects that match in its view.
+  void searchListsMatchesAndStepsThroughThem() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(w.openPlanFile(fixture("mlp_dp2tp2.json")));
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(w.search("fc1"));
+    SearchPanel* panel = w.searchPanel();
+    const int n = panel->count();
+    QVERIFY2(n >= 3, qPrintable(QString::number(n)));  // the logical op and its device copies
+    QVERIFY2(panel->countText().startsWith(QStringLiteral("%1 matches").arg(n)),
+             qPrintable(panel->countText()));
+    QVERIFY(panel->isVisible());
+    QCOMPARE(panel->current(), 0);
+    QVERIFY(panel->list()->item(0)->text().contains("logical"));
+    QVERIFY(panel->list()->item(n - 1)->text().contains("parallel"));
+
+    QTest::keyClick(&w, Qt::Key_F3);
+    QCOMPARE(panel->current(), 1);
+    QTest::keyClick(&w, Qt::Key_F3, Qt::ShiftModifier);
+    QTest::keyClick(&w, Qt::Key_F3, Qt::ShiftModifier);
+    QCOMPARE(panel->current(), n - 1);  // wrapped to the last
+    QVERIFY(waitForLayouts(w));
+    QVERIFY(!w.parallelView()->selectedNodes().empty());
+
+    // A click on a row goes there: the row's match is selected in its view.
+    QListWidget* list = panel->list();
+    const QRect row = list->visualItemRect(list->item(1));
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, row.center());
+    QCOMPARE(panel->current(), 1);
+    QVERIFY(waitForLayouts(w));
+    const GraphView* view = list->item(1)->text().contains("logical") ? w.logicalView() : w.parallelView();
+    QVERIFY(!view->selectedNodes().empty());
+    QVERIFY(view->model()->node(view->selectedNodes().front()).label.contains("fc1"));
+    saveScreenshot(w, "inspector-search-results");
+
+    QVERIFY(!w.search("no-such-op-anywhere"));
+    QCOMPARE(panel->count(), 0);
+    QVERIFY(panel->countText().startsWith("No op"));
   }
 };
 

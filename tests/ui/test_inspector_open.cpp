@@ -1,13 +1,19 @@
 // Opening a plan builds its hierarchies on a background thread: the UI event loop keeps turning meanwhile,
 // the overview appears once the build is done, and a build for a plan that was replaced is never shown.
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QElapsedTimer>
+#include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <future>
 
+#include "core/parallel/bugs.h"
 #include "core/plan/json_io.h"
 #include "inspector_test_support.h"
 #include "ui/hierarchy_builder.h"
@@ -190,6 +196,42 @@ class TestInspectorOpen : public QObject {
     QVERIFY(dialog.isEnabled());
     const std::optional<Plan> plan = dialog.takePlan();
     QVERIFY(plan && !plan->devices.empty());
+  }
+
+  // The dialog comes back with the last request generated (a lesson goes on where it was), the bug's whole
+  // description shown, and "Verify after generating" remembered with it.
+  void zooDialogRemembersTheLastRequest() {
+    {
+      ZooDialog dialog;
+      dialog.show();
+      auto* bug = dialog.findChild<QComboBox*>("bug");
+      bug->setCurrentIndex(bug->findData("tv07-eps"));
+      dialog.findChild<QSpinBox*>("layers")->setValue(3);
+      dialog.findChild<QLineEdit*>("parallel")->setText("dp=2,tp=2,pp=2,mb=2");
+      dialog.findChild<QLineEdit*>("where")->setText("layer=1,rank=1,mb=0");
+      dialog.findChild<QCheckBox*>("verifyAfter")->setChecked(true);
+      QTest::mouseClick(dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok), Qt::LeftButton);
+      QTRY_COMPARE_WITH_TIMEOUT(dialog.result(), int(QDialog::Accepted), 60000);
+    }
+    ZooDialog again;
+    const ZooRequest r = again.request();
+    QCOMPARE(r.model, QString::fromStdString(parallel::findBug("tv07-eps")->model));
+    QCOMPARE(r.layers, 3);
+    QCOMPARE(r.parallel, QStringLiteral("dp=2,tp=2,pp=2,mb=2"));
+    QCOMPARE(r.inject, QStringLiteral("tv07-eps@layer=1,rank=1,mb=0"));
+    QVERIFY(again.verifyAfterGenerating());
+    again.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&again));
+    // The description is not cut: the note is as tall as its wrapped text needs.
+    QLabel* note = nullptr;
+    for (QLabel* l : again.findChildren<QLabel*>())
+      if (l->text().contains(
+              QString::fromStdString(parallel::findBug("tv07-eps")->description).toHtmlEscaped()))
+        note = l;
+    QVERIFY(note);
+    QVERIFY2(
+        note->height() >= note->heightForWidth(note->width()),
+        qPrintable(QStringLiteral("%1 < %2").arg(note->height()).arg(note->heightForWidth(note->width()))));
   }
 
   // File > Save Plan As: a generated plan is written on a pool thread, atomically, and the file opens as the
