@@ -277,18 +277,25 @@ void CompareWindow::start(Source source, const QString& busy) {
     b.comparison = source(&b.error);
     return b;
   }).then(this, [this, generation](Built built) {
-    if (generation != generation_) {  // superseded
-      destroyInBackground(std::move(built.comparison));
-      return;
-    }
-    pending_ = false;
-    if (!built.comparison) {
-      summary_->setText(tr("Cannot compare: %1").arg(built.error));
-      statusBar()->showMessage(tr("Cannot compare: %1").arg(built.error.section('\n', 0, 0)));
-      emit failed(built.error);
-      return;
-    }
-    present(std::move(built.comparison));
+    // Delivered from the event loop even when the work ended before .then() was attached (which would
+    // call this at once, inside compareFiles and before a caller could connect to failed or compared).
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, built = std::move(built)]() mutable {
+          if (generation != generation_) {  // superseded
+            destroyInBackground(std::move(built.comparison));
+            return;
+          }
+          pending_ = false;
+          if (!built.comparison) {
+            summary_->setText(tr("Cannot compare: %1").arg(built.error));
+            statusBar()->showMessage(tr("Cannot compare: %1").arg(built.error.section('\n', 0, 0)));
+            emit failed(built.error);
+            return;
+          }
+          present(std::move(built.comparison));
+        },
+        Qt::QueuedConnection);
   });
 }
 

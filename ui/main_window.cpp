@@ -543,25 +543,32 @@ void MainWindow::openInBackground(PlanSource load, const QString& source, const 
     l.plan = load(&l.error);
     return l;
   }).then(this, [this, generation, source, failure, dialogOnError](Loaded loaded) {
-    if (generation != loadGeneration_) {  // another plan was opened meanwhile
-      destroyInBackground(std::move(loaded.plan));
-      return;
-    }
-    loading_ = false;
-    if (!loaded.plan) {
-      progress_->setRange(0, 1);
-      if (!plan_) {
-        logicalView_->setPlaceholder(failure);
-        parallelView_->setPlaceholder(QString());
-      }
-      // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
-      statusBar()->showMessage(tr("%1: %2").arg(failure, loaded.error.section('\n', 0, 0)));
-      emit openFailed(loaded.error);
-      if (dialogOnError) QMessageBox::warning(this, failure, loaded.error);
-      return;
-    }
-    openPlan(std::move(*loaded.plan), source);
-    destroyInBackground(std::move(loaded.plan));  // the moved-from shell
+    // From the event loop, even when the load ended before .then() was attached (a missing file): the
+    // caller connects to openFailed / planOpened after asking.
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, source, failure, dialogOnError, loaded = std::move(loaded)]() mutable {
+          if (generation != loadGeneration_) {  // another plan was opened meanwhile
+            destroyInBackground(std::move(loaded.plan));
+            return;
+          }
+          loading_ = false;
+          if (!loaded.plan) {
+            progress_->setRange(0, 1);
+            if (!plan_) {
+              logicalView_->setPlaceholder(failure);
+              parallelView_->setPlaceholder(QString());
+            }
+            // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
+            statusBar()->showMessage(tr("%1: %2").arg(failure, loaded.error.section('\n', 0, 0)));
+            emit openFailed(loaded.error);
+            if (dialogOnError) QMessageBox::warning(this, failure, loaded.error);
+            return;
+          }
+          openPlan(std::move(*loaded.plan), source);
+          destroyInBackground(std::move(loaded.plan));  // the moved-from shell
+        },
+        Qt::QueuedConnection);
   });
 }
 
