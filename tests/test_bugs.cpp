@@ -98,6 +98,20 @@ class TestBugs : public QObject {
     QCOMPARE(g.ops[g.findOp("layers.3.attention_norm.out#0")].attrs.at("eps").get<double>(), 1e-5);
   }
 
+  // What the inspector and the failure report say a plan breaks: the injector's record, a hand-written entry,
+  // or a fixture's expectation; nothing for a correct plan.
+  void theInjectedBugIsReadBackFromTheMetadata() {
+    Plan p = makePlan("llama3-8b", "dp=2,tp=2,pp=2,mb=2", "tv07-eps@layer=3,rank=5,mb=1");
+    QCOMPARE(injectedBugNote(p.metadata), "tv07-eps: " + findBug("tv07-eps")->description);
+    QCOMPARE(injectedBugNote(makePlan("llama3-8b", "dp=2", "").metadata), std::string());
+    QCOMPARE(injectedBugNote(Json{{"bug", "eps 1e-3 on rank 1"}}), std::string("eps 1e-3 on rank 1"));
+    QCOMPARE(injectedBugNote(Json{{"inject", {{"id", "x"}, {"description", "why"}}}}), std::string("x: why"));
+    QCOMPARE(injectedBugNote(Json{{"expect", {{"verdict", "not_equivalent"}, {"why", "no all-reduce"}}}}),
+             std::string("no all-reduce"));
+    QCOMPARE(injectedBugNote(Json{{"expect", {{"verdict", "equivalent"}, {"why", "fine"}}}}), std::string());
+    QCOMPARE(injectedBugNote(Json()), std::string());
+  }
+
   void allTrainVerifyCasesApplyToTheReferencePlan_data() {
     QTest::addColumn<QString>("id");
     for (const BugEntry& b : bugCatalog())

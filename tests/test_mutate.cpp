@@ -35,7 +35,8 @@ Plan foldPlan(bool compact) {
   o.layers = 2;
   o.globalBatch = 32;
   o.compact = compact;
-  return parallel::generatePlan(*models::findModel("llama-micro"), parallel::parseParallel("dp=8,pp=2,mb=4"), o);
+  return parallel::generatePlan(*models::findModel("llama-micro"), parallel::parseParallel("dp=8,pp=2,mb=4"),
+                                o);
 }
 
 const std::vector<std::string> kFoldOperators = {"fold-count-constant", "pin-lineage-box",

@@ -52,6 +52,7 @@
 #include "ui/stage_table.h"
 #include "ui/theme.h"
 #include "ui/verification_controller.h"
+#include "ui/verification_status.h"
 #include "ui/zoo_dialog.h"
 
 // Resources of a static library must be registered explicitly (outside any namespace).
@@ -451,7 +452,7 @@ void MainWindow::adaptToSize() {
   compact_ = compact;
   legend_->setCompact(compact);
   searchBox_->setFixedWidth(compact ? 170 : 260);
-  progress_->setFixedWidth(compact ? 130 : 220);
+  status_->setCompact(compact);
   if (compact) {
     wideLayout_ = saveState();  // the arrangement to go back to (the user's own, if they moved docks)
     tabifyDockWidget(stageDock_, cexDock_);
@@ -470,23 +471,9 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 }
 
 void MainWindow::buildStatusBar() {
-  verdictLabel_ = new QLabel(this);
-  verdictLabel_->setTextFormat(Qt::RichText);
-  verdictLabel_->setContentsMargins(12, 0, 4, 0);  // apart from a long status message on its left
-  progressLabel_ = new QLabel(this);
-  progress_ = new QProgressBar(this);
-  progress_->setFixedWidth(220);
-  progress_->setTextVisible(true);
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  progress_->setFormat(tr("not verified"));
-  cancelButton_ = new QPushButton(QIcon(":/icons/stop.svg"), tr("Cancel"), this);
-  cancelButton_->setEnabled(false);
-  connect(cancelButton_, &QPushButton::clicked, this, &MainWindow::cancelVerification);
-  statusBar()->addPermanentWidget(verdictLabel_);
-  statusBar()->addPermanentWidget(progressLabel_);
-  statusBar()->addPermanentWidget(progress_);
-  statusBar()->addPermanentWidget(cancelButton_);
+  status_ = new VerificationStatus(this);
+  connect(status_, &VerificationStatus::cancelRequested, this, &MainWindow::cancelVerification);
+  statusBar()->addPermanentWidget(status_);
 }
 
 bool MainWindow::openPlanFile(const QString& path, QString* error) {
@@ -529,7 +516,7 @@ void MainWindow::openInBackground(PlanSource load, const QString& source, const 
   const uint64_t generation = ++loadGeneration_;
   loading_ = true;
   statusBar()->showMessage(busy);
-  progress_->setRange(0, 0);  // busy until the plan is there
+  status_->busy(true);  // until the plan is there
   if (!plan_) {
     logicalView_->setPlaceholder(busy);
     parallelView_->setPlaceholder(busy);
@@ -554,7 +541,7 @@ void MainWindow::openInBackground(PlanSource load, const QString& source, const 
           }
           loading_ = false;
           if (!loaded.plan) {
-            progress_->setRange(0, 1);
+            status_->busy(false);
             if (!plan_) {
               logicalView_->setPlaceholder(failure);
               parallelView_->setPlaceholder(QString());
@@ -587,11 +574,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   stageModel_->clear();
   cexPanel_->showNothing(tr("Run verification (F5) to check every stage."));
   propsPanel_->clear();
-  verdictLabel_->clear();
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  progress_->setFormat(tr("not verified"));
-  progressLabel_->clear();
+  status_->reset();
   // Nothing of the previous plan stays: element numbers of its models mean nothing now. Freeing them (and the
   // plan) is left to a pool thread; the views show a placeholder until the new hierarchies arrive.
   selection_->reset();
@@ -777,12 +760,9 @@ void MainWindow::runVerification() {
   stageMap_ = StageMap();
   pushStates();
   cexPanel_->showNothing(tr("Verifying\u2026"));
-  verdictLabel_->setText(
-      tr("<span style='color:%1'>verifying\u2026</span>").arg(theme().stateText(StageState::Running).name()));
-  progress_->setRange(0, 0);  // busy until the stages are known
+  status_->started();
   runAction_->setEnabled(false);
   cancelAction_->setEnabled(true);
-  cancelButton_->setEnabled(true);
   clockTimer_.start();
   controller_->start(plan_, options_);
   statusBar()->showMessage(tr("Verification started with %1 workers").arg(options_.jobs), 3000);
@@ -791,7 +771,7 @@ void MainWindow::runVerification() {
 void MainWindow::cancelVerification() {
   if (!controller_->isRunning()) return;
   controller_->cancel();
-  cancelButton_->setEnabled(false);
+  status_->cancelling();
   cancelAction_->setEnabled(false);
   statusBar()->showMessage(tr("Cancelling\u2026"));
 }
@@ -805,9 +785,7 @@ void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
   ++stagesVersion_;
   stageModel_->setStages(stages);
   if (logicalModel_ && parallelModel_) stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
-  progress_->setRange(0, std::max(1, static_cast<int>(stages.size())));
-  progress_->setValue(0);
-  progress_->setFormat(tr("%v / %m stages"));
+  status_->stagesPlanned(static_cast<int>(stages.size()));
   pushStates();
 }
 
@@ -828,36 +806,18 @@ void MainWindow::onFinished(const verify::Report& report) {
   pushStates();
   runAction_->setEnabled(true);
   cancelAction_->setEnabled(false);
-  cancelButton_->setEnabled(false);
-  const int failed = stageModel_->count(StageState::Failed);
-  const int inconclusive = stageModel_->count(StageState::Inconclusive);
-  const int verified = stageModel_->count(StageState::Verified);
-  progress_->setRange(0, std::max(1, stageModel_->stageCount()));
-  progress_->setValue(failed + inconclusive + verified);
   updateProgress();
-  QString verdict = QString::fromLatin1(verify::verdictName(report.verdict));
-  const StageState shown = report.verdict == verify::Verdict::Equivalent      ? StageState::Verified
-                           : report.verdict == verify::Verdict::NotEquivalent ? StageState::Failed
-                                                                              : StageState::Inconclusive;
-  if (report.cancelled) verdict = tr("cancelled");
-  verdictLabel_->setText(
-      QStringLiteral("<b style='color:%1'>%2</b>").arg(theme().stateText(shown).name(), verdict));
+  statusBar()->showMessage(status_->finished(report, *stageModel_));
   if (report.verdict == verify::Verdict::Invalid) {
     QString errors;
     for (const auto& d : report.errors)
       errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
     cexPanel_->showHtml(tr("<h3 class='err'>The plan is invalid</h3><p>%1</p>").arg(errors));
   }
-  const int checked = verified + failed + inconclusive;
+  const int checked = stageModel_->count(StageState::Verified) + stageModel_->count(StageState::Failed) +
+                      stageModel_->count(StageState::Inconclusive);
   const int notRun = stageModel_->stageCount() - checked;
-  statusBar()->showMessage(tr("%1: %2 verified, %3 failed, %4 inconclusive%5 of %6 stages in %7 s")
-                               .arg(verdict)
-                               .arg(verified)
-                               .arg(failed)
-                               .arg(inconclusive)
-                               .arg(notRun > 0 ? tr(", %1 not run").arg(notRun) : QString())
-                               .arg(stageModel_->stageCount())
-                               .arg(report.seconds, 0, 'f', 2));
+  const int verified = stageModel_->count(StageState::Verified);
   if (int first = firstFailingStage(); first >= 0)
     selectStage(first);
   else if (report.verdict != verify::Verdict::Invalid)
@@ -874,17 +834,7 @@ void MainWindow::onFinished(const verify::Report& report) {
 }
 
 void MainWindow::updateProgress() {
-  int done = 0;
-  for (StageState s : stageModel_->states())
-    done += s == StageState::Verified || s == StageState::Failed || s == StageState::Inconclusive;
-  if (stageModel_->stageCount() > 0) progress_->setValue(done);
-  int failed = stageModel_->count(StageState::Failed);
-  progressLabel_->setText(tr("%1%2 s")
-                              .arg(failed ? tr("<b style='color:%1'>%2 failed</b> &middot; ")
-                                                .arg(theme().stateText(StageState::Failed).name())
-                                                .arg(failed)
-                                          : QString())
-                              .arg(controller_->elapsedSeconds(), 0, 'f', 1));
+  status_->progressed(*stageModel_, controller_->elapsedSeconds());
 }
 
 void MainWindow::scheduleStatePush() {
@@ -1063,28 +1013,7 @@ GraphView* MainWindow::activeView() const {
 }
 
 QString MainWindow::bugNote() const {
-  if (!plan_) return {};
-  const Json& m = plan_->metadata;
-  for (const char* key : {"injected", "inject", "bug"}) {
-    if (!m.contains(key)) continue;
-    const Json& b = m[key];
-    if (b.is_string()) return QString::fromStdString(b.get<std::string>());
-    if (b.is_object()) {
-      std::string id = b.contains("id") && b["id"].is_string() ? b["id"].get<std::string>() : "";
-      QString desc = b.contains("description") && b["description"].is_string()
-                         ? QString::fromStdString(b["description"].get<std::string>())
-                         : QString();
-      if (const parallel::BugEntry* entry = parallel::findBug(id); entry && desc.isEmpty())
-        desc = QString::fromStdString(entry->description);
-      if (desc.isEmpty()) desc = QString::fromStdString(b.dump());
-      return id.empty() ? desc : QString::fromStdString(id) + ": " + desc;
-    }
-  }
-  // Hand-made fixtures say what they break in metadata.expect.why.
-  if (m.contains("expect") && m["expect"].is_object() && m["expect"].contains("why") &&
-      m["expect"]["why"].is_string() && m["expect"].value("verdict", "") == "not_equivalent")
-    return QString::fromStdString(m["expect"]["why"].get<std::string>());
-  return {};
+  return plan_ ? QString::fromStdString(parallel::injectedBugNote(plan_->metadata)) : QString();
 }
 
 void MainWindow::openDialog() {

@@ -932,4 +932,26 @@ Injection injectBug(Plan& plan, const std::string& text) {
   return inj;
 }
 
+std::string injectedBugNote(const Json& m) {
+  if (!m.is_object()) return {};
+  for (const char* key : {"injected", "inject", "bug"}) {
+    if (!m.contains(key)) continue;
+    const Json& b = m[key];
+    if (b.is_string()) return b.get<std::string>();
+    if (!b.is_object()) continue;
+    const std::string id = b.contains("id") && b["id"].is_string() ? b["id"].get<std::string>() : "";
+    std::string desc = b.contains("description") && b["description"].is_string()
+                           ? b["description"].get<std::string>()
+                           : std::string();
+    if (const BugEntry* entry = findBug(id); entry && desc.empty()) desc = entry->description;
+    if (desc.empty()) desc = b.dump();
+    return id.empty() ? desc : id + ": " + desc;
+  }
+  // Hand-made fixtures say what they break in metadata.expect.why.
+  if (m.contains("expect") && m["expect"].is_object() && m["expect"].contains("why") &&
+      m["expect"]["why"].is_string() && m["expect"].value("verdict", "") == "not_equivalent")
+    return m["expect"]["why"].get<std::string>();
+  return {};
+}
+
 }  // namespace paraproof::parallel

@@ -55,6 +55,12 @@ struct Injection {
   std::vector<std::pair<int, std::string>> changedOps;  // (rank, op id) after the mutation
 };
 
+// What a plan says it breaks, for a reader: "tv07-eps: One rank's attention RMSNorm uses ..." from the
+// record injectBug leaves in metadata["injected"] (or a hand-written "inject" / "bug" entry, a string or an
+// object with id and description), else a hand-made fixture's metadata.expect.why when it expects
+// not_equivalent; empty when it says nothing.
+std::string injectedBugNote(const Json& metadata);
+
 // Mutates a plan produced by generatePlan; records the injection in plan.metadata["injected"].
 // Throws BadInjection when the request does not fit the plan, std::invalid_argument when the bug finds no
 // place to apply in it.

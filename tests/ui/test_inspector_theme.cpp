@@ -131,10 +131,13 @@ class TestInspectorTheme : public QObject {
     // Permanent status widgets sit side by side inside the bar.
     const auto* progress = w.statusBar()->findChild<QProgressBar*>();
     QVERIFY(progress && progress->isVisible());
-    QVERIFY(w.statusBar()->rect().contains(progress->geometry()));
+    auto inBar = [&](const QWidget* part) {
+      return QRect(part->mapTo(w.statusBar(), QPoint(0, 0)), part->size());
+    };
+    QVERIFY(w.statusBar()->rect().contains(inBar(progress)));
     for (QLabel* label : w.statusBar()->findChildren<QLabel*>()) {
       if (!label->isVisible() || label->text().isEmpty()) continue;
-      QVERIFY2(!label->geometry().intersects(progress->geometry()), qPrintable(label->text()));
+      QVERIFY2(!inBar(label).intersects(inBar(progress)), qPrintable(label->text()));
     }
     saveScreenshot(w, "small_900x600");
 
