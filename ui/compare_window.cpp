@@ -16,11 +16,10 @@
 #include <optional>
 #include <tuple>
 
-#include "core/plan/json_io.h"
-#include "core/plan/validate.h"
 #include "ui/graph_view.h"
 #include "ui/hierarchy_builder.h"
 #include "ui/layout_worker.h"
+#include "ui/plan_files.h"
 #include "ui/zoo_dialog.h"
 
 namespace paraproof::ui {
@@ -70,25 +69,6 @@ ComparedPlan sideOf(std::shared_ptr<const Plan> plan, const QString& name) {
   side.logical->autoExpand(kOverviewBudget);
   side.parallel->autoExpand(kOverviewBudget);
   return side;
-}
-
-// Loads and validates a plan file for comparison; on failure returns null and the errors, a line each.
-std::shared_ptr<const Plan> loadForComparison(const QString& path, QString* error) {
-  try {
-    auto plan = std::make_shared<Plan>(loadPlan(path.toStdString()));
-    const auto diags = validatePlan(*plan, path.toStdString());
-    for (const Diagnostic& d : diags)
-      *error += QString::fromStdString(d.str()) + "\n";
-    if (diags.empty()) return plan;
-  } catch (const PlanError& e) {
-    for (const Diagnostic& d : e.diagnostics())
-      *error += QString::fromStdString(d.str()) + "\n";
-    if (error->isEmpty()) *error = QString::fromUtf8(e.what());
-  } catch (const std::exception& e) {
-    *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
-  }
-  *error = error->trimmed();
-  return nullptr;
 }
 
 QString whereOf(const PlanElementDiff& d) {
@@ -227,9 +207,9 @@ void CompareWindow::comparePlans(std::shared_ptr<const Plan> a, const QString& n
 void CompareWindow::compareFiles(const QString& a, const QString& b) {
   start(
       [a, b](QString* error) -> std::shared_ptr<Comparison> {
-        auto planA = loadForComparison(a, error);
+        auto planA = readPlan(a, error, Checked::Validated);
         if (!planA) return nullptr;
-        auto planB = loadForComparison(b, error);
+        auto planB = readPlan(b, error, Checked::Validated);
         if (!planB) return nullptr;
         return buildComparison(std::move(planA), a, std::move(planB), b);
       },
@@ -240,7 +220,7 @@ void CompareWindow::comparePlanWithFile(std::shared_ptr<const Plan> a, const QSt
                                         const QString& b) {
   start(
       [a, nameA, b](QString* error) -> std::shared_ptr<Comparison> {
-        auto planB = loadForComparison(b, error);
+        auto planB = readPlan(b, error, Checked::Validated);
         return planB ? buildComparison(a, nameA, std::move(planB), b) : nullptr;
       },
       tr("Loading %1\u2026").arg(b));

@@ -35,7 +35,6 @@
 
 #include "core/parallel/bugs.h"
 #include "core/plan/json_io.h"
-#include "core/plan/torch_import.h"
 #include "ui/bug_tour.h"
 #include "ui/compare_window.h"
 #include "ui/counterexample_panel.h"
@@ -45,6 +44,7 @@
 #include "ui/legend_widget.h"
 #include "ui/link_overlay.h"
 #include "ui/minimap.h"
+#include "ui/plan_files.h"
 #include "ui/properties_panel.h"
 #include "ui/search_panel.h"
 #include "ui/selection_coordinator.h"
@@ -79,34 +79,6 @@ QWidget* titled(QLabel* header, QWidget* extra, QWidget* body, QWidget* parent) 
   v->addWidget(bar);
   v->addWidget(body, 1);
   return panel;
-}
-
-bool isScript(const QString& path) {
-  return isTorchScript(path.toStdString());
-}
-
-// Reads and validates a plan file, or imports a SCRIPT.py (a child Python process: never on the UI thread
-// but for openPlanFile); on failure returns no plan and the error text, each diagnostic naming its
-// SCRIPT.py line.
-std::shared_ptr<Plan> tryLoadPlan(const QString& path, QString* error) {
-  std::string importerStderr;
-  try {
-    if (isScript(path))
-      return std::make_shared<Plan>(loadTorchPlan(path.toStdString(), false, &importerStderr));
-    return std::make_shared<Plan>(loadPlan(path.toStdString()));
-  } catch (const PlanError& e) {
-    QString text;
-    for (const Diagnostic& d : e.diagnostics())
-      text += QString::fromStdString(d.str()) + "\n";
-    if (text.isEmpty()) text = QString::fromUtf8(e.what());
-    // A traceback is an importer bug: keep it for the report.
-    if (importerStderr.find("Traceback") != std::string::npos)
-      text += "\n" + QString::fromStdString(importerStderr);
-    *error = text.trimmed();
-  } catch (const std::exception& e) {
-    *error = QStringLiteral("%1: %2").arg(path, QString::fromUtf8(e.what()));
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -478,7 +450,7 @@ void MainWindow::buildStatusBar() {
 
 bool MainWindow::openPlanFile(const QString& path, QString* error) {
   QString text;
-  std::shared_ptr<Plan> p = tryLoadPlan(path, &text);
+  std::shared_ptr<Plan> p = readPlan(path, &text);
   if (!p) {
     if (error) *error = text;
     statusBar()->showMessage(tr("Could not open %1").arg(path));
@@ -491,7 +463,7 @@ bool MainWindow::openPlanFile(const QString& path, QString* error) {
 void MainWindow::openPlanFileInBackground(const QString& path, bool dialogOnError) {
   const bool script = isScript(path);
   openInBackground(
-      [path](QString* error) { return tryLoadPlan(path, error); }, path,
+      [path](QString* error) { return readPlan(path, error); }, path,
       script ? tr("Importing %1 with PyTorch\u2026").arg(path) : tr("Loading %1\u2026").arg(path),
       script ? tr("Cannot import script") : tr("Cannot open plan"), dialogOnError);
 }
