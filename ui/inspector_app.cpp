@@ -36,6 +36,23 @@ void settle(int ms) {
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
 }
 
+// Runs the event loop until `sender` emits `done` or `failed(QString)`; returns the failure's text, empty
+// when done. Background work reports from the event loop, so asking first and waiting here loses nothing.
+template <typename Sender, typename Done, typename Failed>
+QString awaitOutcome(Sender* sender, Done done, Failed failed) {
+  QString error;
+  bool settled = false;
+  QObject listening;  // the connections end with this call
+  QObject::connect(sender, done, &listening, [&settled] { settled = true; });
+  QObject::connect(sender, failed, &listening, [&](const QString& e) {
+    error = e;
+    settled = true;
+  });
+  while (!settled)
+    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+  return error;
+}
+
 }  // namespace
 
 bool waitForLayouts(MainWindow& window, int timeoutMs) {
@@ -94,17 +111,10 @@ int runHeadless(MainWindow& window, bool verify, const QString& screenshot, cons
 }
 
 int runCompareHeadless(CompareWindow& window, const QString& screenshot) {
-  QString error;
-  bool settled = false;
-  QObject::connect(&window, &CompareWindow::compared, &window, [&settled] { settled = true; });
-  QObject::connect(&window, &CompareWindow::failed, &window, [&](const QString& e) {
-    error = e;
-    settled = true;
-  });
   QElapsedTimer clock;
   clock.start();
-  while (!settled)
-    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+  const QString error =
+      window.pending() ? awaitOutcome(&window, &CompareWindow::compared, &CompareWindow::failed) : QString();
   if (!error.isEmpty()) {
     printLine(error);
     return 2;
@@ -298,13 +308,6 @@ int runInspector(int argc, char** argv) {
   }
   // Loading, importing or generating takes seconds on a frontier plan: it runs in the background behind the
   // window shown above. An interactive failure gets a dialog; a batch run waits here and exits 2.
-  QString error;
-  bool settled = false;
-  QObject::connect(&window, &MainWindow::planOpened, &window, [&settled] { settled = true; });
-  QObject::connect(&window, &MainWindow::openFailed, &window, [&](const QString& e) {
-    error = e;
-    settled = true;
-  });
   if (parser.isSet(modelOpt)) {
     ZooRequest request;
     request.model = parser.value(modelOpt);
@@ -318,9 +321,8 @@ int runInspector(int argc, char** argv) {
   if (batch) {
     QElapsedTimer clock;
     clock.start();
-    while (!settled)
-      QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
-    if (!error.isEmpty()) {
+    if (const QString error = awaitOutcome(&window, &MainWindow::planOpened, &MainWindow::openFailed);
+        !error.isEmpty()) {
       printLine(error);
       return 2;
     }

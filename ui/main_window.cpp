@@ -1116,8 +1116,8 @@ bool MainWindow::exportFailureReport(const QString& path, QString* error) {
   const bool markdown =
       path.endsWith(".md", Qt::CaseInsensitive) || path.endsWith(".markdown", Qt::CaseInsensitive);
   if (markdown) {
-    r.logicalImage = logicalView_->renderImage(4000);
-    r.parallelImage = parallelView_->renderImage(4000);
+    r.logicalImage = logicalView_->renderImage(2000);
+    r.parallelImage = parallelView_->renderImage(2000);
   } else {
     r.logicalSvg = logicalView_->renderSvg(tr("Logical"));
     r.parallelSvg = parallelView_->renderSvg(tr("Parallel"));
