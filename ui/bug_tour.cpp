@@ -9,6 +9,7 @@
 #include "core/parallel/bugs.h"
 #include "ui/compare_window.h"
 #include "ui/main_window.h"
+#include "ui/properties_panel.h"
 #include "ui/theme.h"
 
 namespace paraproof::ui {
@@ -17,6 +18,29 @@ namespace {
 
 QString html(const std::string& s) {
   return QString::fromStdString(s).toHtmlEscaped();
+}
+
+// What the properties panel shows for the failing op, in a sentence: the properties in which its variants
+// disagree, each variant's value and where it runs ("eps: 0.001 on rank 0 · mb 0; 1e-05 on ...").
+QString describeDifferences(const Plan& plan, const OpVariants& v) {
+  if (v.empty()) return {};
+  if (v.variants.size() == 1)
+    return QObject::tr(
+               "<code>%1</code> is the same op on all %2 instances: the bug is not in its attributes "
+               "but in what feeds it or what is missing around it (step 5 shows what changed).")
+        .arg(html(v.name))
+        .arg(v.instanceCount());
+  QStringList rows;
+  for (size_t r = 0; r < v.rows.size() && rows.size() < 3; ++r) {
+    if (!v.differs[r]) continue;
+    QStringList values;
+    for (size_t c = 0; c < v.variants.size() && c < 3; ++c)
+      values << QObject::tr("%1 on %2")
+                    .arg(html(v.variants[c].values[r]),
+                         html(describeInstances(plan, v.variants[c].instances)));
+    rows << QStringLiteral("<b>%1</b>: %2").arg(html(v.rows[r]), values.join("; "));
+  }
+  return QObject::tr("Its %1 variants differ in %2.").arg(v.variants.size()).arg(rows.join("; "));
 }
 
 QString verdictText(std::optional<verify::Verdict> v) {
@@ -76,6 +100,7 @@ bool BugTour::start(const QString& bugId, int layers) {
   injectedVerdict_.reset();
   failingStage_.clear();
   failingOp_.clear();
+  propertiesDiff_.clear();
   if (compare_) compare_->close();
   step_ = TourStep::Bug;
   runStep();
@@ -117,6 +142,9 @@ void BugTour::runStep() {
       // Verification already selected the first failing stage; selecting it again brings its op back into
       // view after any browsing between the steps.
       if (int stage = window_->firstFailingStage(); stage >= 0) window_->selectStage(stage);
+      propertiesDiff_ = window_->plan()
+                            ? describeDifferences(*window_->plan(), window_->propertiesPanel()->shown())
+                            : QString();
       finishStep();
       return;
     case TourStep::Difference: {
@@ -215,10 +243,10 @@ QString BugTour::explanation() const {
     case TourStep::FailingOp:
       return tr("<p>The failing stage%1 is selected and drawn red; the op whose value differs first is %2. "
                 "The counterexample gives concrete inputs on which the plan and the model disagree; the "
-                "properties panel shows the op's attributes, its variants across ranks marked.</p>")
+                "properties panel shows the op's attributes, its variants across ranks marked.</p><p>%3</p>")
           .arg(failingStage_.isEmpty() ? QString()
                                        : tr(" (<code>%1</code>)").arg(html(failingStage_.toStdString())),
-               failingOp_.isEmpty() ? tr("marked in both graphs") : failingOp_);
+               failingOp_.isEmpty() ? tr("marked in both graphs") : failingOp_, propertiesDiff_);
     case TourStep::Difference:
       return tr("<p>The correct plan (left) and the injected one (right), side by side. %1</p><p>Each "
                 "difference is listed; F3 steps through them and shows the op in both plans.</p>")

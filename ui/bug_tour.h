@@ -80,7 +80,7 @@ class BugTour : public QObject {
   bool running_ = false;
   uint64_t generation_ = 0;  // a restarted tour ignores the previous one's late events
   std::optional<verify::Verdict> correctVerdict_, injectedVerdict_;
-  QString failingStage_, failingOp_;
+  QString failingStage_, failingOp_, propertiesDiff_;
   QPointer<CompareWindow> compare_;
   QMetaObject::Connection waiting_;
 };

@@ -180,7 +180,8 @@ int runTourHeadless(MainWindow& window, const QString& bugId, int layers, const 
       return 2;
     }
     QString text = tour->explanation();
-    text.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
+    text.replace(QRegularExpression(QStringLiteral("<[^>]*>")), QStringLiteral(" "));
+    text.replace(QStringLiteral("&middot;"), QStringLiteral("·"));
     out << bugId << " " << (i + 1) << " " << tourStepTitle(step) << ": " << text.simplified() << Qt::endl;
   }
   printLine(QStringLiteral("toured %1 in %2 s").arg(bugId).arg(clock.elapsed() / 1000.0, 0, 'f', 2));

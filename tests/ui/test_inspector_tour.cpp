@@ -100,7 +100,7 @@ class TestInspectorTour : public QObject {
  private slots:
   void initTestCase() { isolateSettings(); }
 
-  void normEpsilonStepByStep() { tour("tv07-eps", "attention_norm"); }
+  void normEpsilonStepByStep() { tour("tv07-eps", "eps"); }  // step 4 names the differing attribute
   void expertDispatchStepByStep() { tour("rw18-ep-dispatch-permutation", "experts"); }
 
   // Next Bug starts the catalog's following bug from its first step; a restarted tour drops the older
