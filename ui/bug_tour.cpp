@@ -26,8 +26,8 @@ QString describeDifferences(const Plan& plan, const OpVariants& v) {
   if (v.empty()) return {};
   if (v.variants.size() == 1)
     return QObject::tr(
-               "<code>%1</code> is the same op on all %2 instances: the bug is not in its attributes "
-               "but in what feeds it or what is missing around it (step 5 shows what changed).")
+               "<code>%1</code> is the same on all %2 instances: what is wrong is not a difference between "
+               "ranks; step 5 compares it with the correct plan.")
         .arg(html(v.name))
         .arg(v.instanceCount());
   QStringList rows;
