@@ -1191,7 +1191,8 @@ void MainWindow::showEvent(QShowEvent* event) {
 void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
-  s.setValue("window/state", saveState());
+  // A compact window saves the arrangement it restores when it grows (the docks it tabbed for small sizes).
+  s.setValue("window/state", compact_ && !wideLayout_.isEmpty() ? wideLayout_ : saveState());
   if (controller_->isRunning()) controller_->cancel();
   event->accept();
 }
