@@ -39,6 +39,12 @@ Theme lightTheme() {
   t.gridLine = QColor(0xE0, 0xE0, 0xE0);
   t.deviantFill = QColor(0xFF, 0xCD, 0x96);
   t.deviantText = Qt::black;
+  t.stateFills = {t.opFill,
+                  QColor(0xE3, 0xF4, 0xE4),
+                  QColor(0xEE, 0xEE, 0xEE),
+                  QColor(0xFF, 0xEC, 0xB3),
+                  QColor(0xD6, 0xEA, 0xFB),
+                  QColor(0xFF, 0xCD, 0xD2)};
   return t;
 }
 
@@ -72,6 +78,12 @@ Theme darkTheme() {
   t.gridLine = QColor(0x44, 0x4C, 0x54);
   t.deviantFill = QColor(0x7A, 0x4A, 0x12);
   t.deviantText = QColor(0xFF, 0xF3, 0xE0);
+  t.stateFills = {t.opFill,
+                  QColor(0x1E, 0x36, 0x22),
+                  QColor(0x33, 0x36, 0x3A),
+                  QColor(0x45, 0x37, 0x14),
+                  QColor(0x1A, 0x33, 0x4D),
+                  QColor(0x4D, 0x1F, 0x22)};
   return t;
 }
 
@@ -121,39 +133,10 @@ double luminance(const QColor& c) {
 
 }  // namespace
 
+static_assert(static_cast<size_t>(StageState::Failed) + 1 == std::tuple_size_v<decltype(Theme::stateFills)>);
+
 QColor Theme::stateFill(StageState s) const {
-  if (!dark) {
-    switch (s) {
-      case StageState::None:
-        return opFill;
-      case StageState::Pending:
-        return QColor(0xEE, 0xEE, 0xEE);
-      case StageState::Running:
-        return QColor(0xD6, 0xEA, 0xFB);
-      case StageState::Verified:
-        return QColor(0xE3, 0xF4, 0xE4);
-      case StageState::Failed:
-        return QColor(0xFF, 0xCD, 0xD2);
-      case StageState::Inconclusive:
-        return QColor(0xFF, 0xEC, 0xB3);
-    }
-    return opFill;
-  }
-  switch (s) {
-    case StageState::None:
-      return opFill;
-    case StageState::Pending:
-      return QColor(0x33, 0x36, 0x3A);
-    case StageState::Running:
-      return QColor(0x1A, 0x33, 0x4D);
-    case StageState::Verified:
-      return QColor(0x1E, 0x36, 0x22);
-    case StageState::Failed:
-      return QColor(0x4D, 0x1F, 0x22);
-    case StageState::Inconclusive:
-      return QColor(0x45, 0x37, 0x14);
-  }
-  return opFill;
+  return stateFills[static_cast<size_t>(s)];
 }
 
 QColor Theme::stateText(StageState s) const {

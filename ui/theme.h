@@ -7,6 +7,7 @@
 #include <QColor>
 #include <QPalette>
 #include <QString>
+#include <array>
 
 #include "ui/stage_state.h"
 
@@ -22,7 +23,8 @@ struct Theme {
   QColor edge, edgeText;
   QColor header, headerBorder, dimText;  // view headers; secondary text in labels and rich text
   QColor bad, badFill, good, bugFill, bugBorder, gridLine;
-  QColor deviantFill, deviantText;  // a differing property in the properties panel
+  QColor deviantFill, deviantText;   // a differing property in the properties panel
+  std::array<QColor, 6> stateFills;  // per StageState (in its order); None is opFill
 
   QColor stateFill(StageState s) const;    // a node's fill for its stage state
   QColor stateText(StageState s) const;    // a state's name as text on the palette's base colour
