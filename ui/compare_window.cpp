@@ -12,10 +12,10 @@
 #include <QToolBar>
 #include <QTreeWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <optional>
 #include <tuple>
 
+#include "ui/background.h"
 #include "ui/graph_view.h"
 #include "ui/hierarchy_builder.h"
 #include "ui/layout_worker.h"
@@ -252,31 +252,27 @@ void CompareWindow::start(Source source, const QString& busy) {
     std::shared_ptr<Comparison> comparison;
     QString error;
   };
-  QtConcurrent::run([source = std::move(source)] {
-    Built b;
-    b.comparison = source(&b.error);
-    return b;
-  }).then(this, [this, generation](Built built) {
-    // Delivered from the event loop even when the work ended before .then() was attached (which would
-    // call this at once, inside compareFiles and before a caller could connect to failed or compared).
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, built = std::move(built)]() mutable {
-          if (generation != generation_) {  // superseded
-            destroyInBackground(std::move(built.comparison));
-            return;
-          }
-          pending_ = false;
-          if (!built.comparison) {
-            summary_->setText(tr("Cannot compare: %1").arg(built.error));
-            statusBar()->showMessage(tr("Cannot compare: %1").arg(built.error.section('\n', 0, 0)));
-            emit failed(built.error);
-            return;
-          }
-          present(std::move(built.comparison));
-        },
-        Qt::QueuedConnection);
-  });
+  runInBackground(
+      this,
+      [source = std::move(source)] {
+        Built b;
+        b.comparison = source(&b.error);
+        return b;
+      },
+      [this, generation](Built built) {
+        if (generation != generation_) {  // superseded
+          destroyInBackground(std::move(built.comparison));
+          return;
+        }
+        pending_ = false;
+        if (!built.comparison) {
+          summary_->setText(tr("Cannot compare: %1").arg(built.error));
+          statusBar()->showMessage(tr("Cannot compare: %1").arg(built.error.section('\n', 0, 0)));
+          emit failed(built.error);
+          return;
+        }
+        present(std::move(built.comparison));
+      });
 }
 
 void CompareWindow::present(std::shared_ptr<Comparison> comparison) {

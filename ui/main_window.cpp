@@ -30,11 +30,11 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <set>
 
 #include "core/parallel/bugs.h"
 #include "core/plan/json_io.h"
+#include "ui/background.h"
 #include "ui/bug_tour.h"
 #include "ui/compare_window.h"
 #include "ui/counterexample_panel.h"
@@ -497,38 +497,34 @@ void MainWindow::openInBackground(PlanSource load, const QString& source, const 
     std::shared_ptr<Plan> plan;
     QString error;
   };
-  QtConcurrent::run([load = std::move(load)] {
-    Loaded l;
-    l.plan = load(&l.error);
-    return l;
-  }).then(this, [this, generation, source, failure, dialogOnError](Loaded loaded) {
-    // From the event loop, even when the load ended before .then() was attached (a missing file): the
-    // caller connects to openFailed / planOpened after asking.
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, source, failure, dialogOnError, loaded = std::move(loaded)]() mutable {
-          if (generation != loadGeneration_) {  // another plan was opened meanwhile
-            destroyInBackground(std::move(loaded.plan));
-            return;
+  runInBackground(
+      this,
+      [load = std::move(load)] {
+        Loaded l;
+        l.plan = load(&l.error);
+        return l;
+      },
+      [this, generation, source, failure, dialogOnError](Loaded loaded) {
+        if (generation != loadGeneration_) {  // another plan was opened meanwhile
+          destroyInBackground(std::move(loaded.plan));
+          return;
+        }
+        loading_ = false;
+        if (!loaded.plan) {
+          status_->busy(false);
+          if (!plan_) {
+            logicalView_->setPlaceholder(failure);
+            parallelView_->setPlaceholder(QString());
           }
-          loading_ = false;
-          if (!loaded.plan) {
-            status_->busy(false);
-            if (!plan_) {
-              logicalView_->setPlaceholder(failure);
-              parallelView_->setPlaceholder(QString());
-            }
-            // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
-            statusBar()->showMessage(tr("%1: %2").arg(failure, loaded.error.section('\n', 0, 0)));
-            emit openFailed(loaded.error);
-            if (dialogOnError) QMessageBox::warning(this, failure, loaded.error);
-            return;
-          }
-          openPlan(std::move(*loaded.plan), source);
-          destroyInBackground(std::move(loaded.plan));  // the moved-from shell
-        },
-        Qt::QueuedConnection);
-  });
+          // The status names the first error (for a script: its FILE:LINE); the dialog has them all.
+          statusBar()->showMessage(tr("%1: %2").arg(failure, loaded.error.section('\n', 0, 0)));
+          emit openFailed(loaded.error);
+          if (dialogOnError) QMessageBox::warning(this, failure, loaded.error);
+          return;
+        }
+        openPlan(std::move(*loaded.plan), source);
+        destroyInBackground(std::move(loaded.plan));  // the moved-from shell
+      });
 }
 
 void MainWindow::openPlan(Plan plan, const QString& source) {
@@ -1067,19 +1063,22 @@ bool MainWindow::savePlanInBackground(const QString& path, bool dialogOnError) {
   if (!plan_) return false;
   statusBar()->showMessage(tr("Saving the plan to %1\u2026").arg(path));
   // The plan is shared and immutable: the pool thread holds it even if another plan is opened meanwhile.
-  QtConcurrent::run([plan = plan_, file = path.toStdString()] {
-    try {
-      savePlan(*plan, file);
-      return QString();
-    } catch (const std::exception& e) {
-      return QString::fromUtf8(e.what());
-    }
-  }).then(this, [this, path, dialogOnError](const QString& error) {
-    statusBar()->showMessage(
-        error.isEmpty() ? tr("Saved the plan to %1").arg(path) : tr("Save failed: %1").arg(error), 5000);
-    emit planSaved(path, error);
-    if (!error.isEmpty() && dialogOnError) QMessageBox::warning(this, tr("Save failed"), error);
-  });
+  runInBackground(
+      this,
+      [plan = plan_, file = path.toStdString()] {
+        try {
+          savePlan(*plan, file);
+          return QString();
+        } catch (const std::exception& e) {
+          return QString::fromUtf8(e.what());
+        }
+      },
+      [this, path, dialogOnError](const QString& error) {
+        statusBar()->showMessage(
+            error.isEmpty() ? tr("Saved the plan to %1").arg(path) : tr("Save failed: %1").arg(error), 5000);
+        emit planSaved(path, error);
+        if (!error.isEmpty() && dialogOnError) QMessageBox::warning(this, tr("Save failed"), error);
+      });
   return true;
 }
 

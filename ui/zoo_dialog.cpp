@@ -10,13 +10,13 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
-#include <QtConcurrent>
 #include <memory>
 #include <stdexcept>
 
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
+#include "ui/background.h"
 #include "ui/theme.h"
 
 namespace paraproof::ui {
@@ -191,29 +191,32 @@ void ZooDialog::accept() {
     std::shared_ptr<Plan> plan;
     QString error;
   };
-  QtConcurrent::run([r = request(), generate = generator_] {
-    Generated g;
-    try {
-      g.plan = std::make_shared<Plan>(generate(r));
-    } catch (const std::exception& e) {
-      g.error = QString::fromUtf8(e.what());
-    }
-    return g;
-  }).then(this, [this](Generated g) {
-    generating_ = false;
-    setEnabled(true);
-    error_->setText(g.error);
-    if (!g.plan) return;
-    plan_ = std::move(*g.plan);
-    const ZooRequest r = request();
-    QSettings s;
-    s.setValue(QStringLiteral("zoo/model"), r.model);
-    s.setValue(QStringLiteral("zoo/layers"), r.layers);
-    s.setValue(QStringLiteral("zoo/parallel"), r.parallel);
-    s.setValue(QStringLiteral("zoo/bug"), r.inject);
-    s.setValue(QStringLiteral("zoo/verify"), verifyAfter_->isChecked());
-    QDialog::accept();
-  });
+  runInBackground(
+      this,
+      [r = request(), generate = generator_] {
+        Generated g;
+        try {
+          g.plan = std::make_shared<Plan>(generate(r));
+        } catch (const std::exception& e) {
+          g.error = QString::fromUtf8(e.what());
+        }
+        return g;
+      },
+      [this](Generated g) {
+        generating_ = false;
+        setEnabled(true);
+        error_->setText(g.error);
+        if (!g.plan) return;
+        plan_ = std::move(*g.plan);
+        const ZooRequest r = request();
+        QSettings s;
+        s.setValue(QStringLiteral("zoo/model"), r.model);
+        s.setValue(QStringLiteral("zoo/layers"), r.layers);
+        s.setValue(QStringLiteral("zoo/parallel"), r.parallel);
+        s.setValue(QStringLiteral("zoo/bug"), r.inject);
+        s.setValue(QStringLiteral("zoo/verify"), verifyAfter_->isChecked());
+        QDialog::accept();
+      });
 }
 
 }  // namespace paraproof::ui
