@@ -28,8 +28,8 @@
 #include "ui/graph_view.h"
 #include "ui/hierarchy_builder.h"
 #include "ui/inspector_app.h"
-#include "ui/lineage_index.h"
 #include "ui/main_window.h"
+#include "ui/model/lineage_index.h"
 
 using namespace paraproof;
 using namespace paraproof::ui;
@@ -92,7 +92,7 @@ double expandGroup(MainWindow& w, GraphView* view, const QString& label, StallMe
   GraphModel* m = view->model();
   int group = -1;
   for (int n = 0; n < m->size() && group < 0; ++n)
-    if (m->node(n).isGroup() && m->node(n).parent >= 0 && m->node(n).label == label) group = n;
+    if (m->node(n).isGroup() && m->node(n).parent >= 0 && m->node(n).label == label.toStdString()) group = n;
   if (group < 0) return -1;
   if (!m->isVisible(group)) {  // open its ancestors first, untimed: the measure is one group's expansion
     m->reveal(group);

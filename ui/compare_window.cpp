@@ -20,6 +20,7 @@
 #include "ui/hierarchy_builder.h"
 #include "ui/layout_worker.h"
 #include "ui/plan_files.h"
+#include "ui/theme.h"
 #include "ui/zoo_dialog.h"
 
 namespace paraproof::ui {

@@ -12,8 +12,8 @@
 
 #include "core/plan/plan.h"
 #include "core/plan/plan_diff.h"
-#include "ui/graph_model.h"
-#include "ui/stage_state.h"
+#include "ui/model/graph_model.h"
+#include "ui/model/stage_state.h"
 
 class QComboBox;
 class QLabel;

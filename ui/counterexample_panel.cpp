@@ -4,7 +4,7 @@
 #include <QStringList>
 #include <cmath>
 
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 #include "ui/stage_table.h"
 #include "ui/theme.h"
 

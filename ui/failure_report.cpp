@@ -5,7 +5,7 @@
 #include <QSaveFile>
 
 #include "ui/counterexample_panel.h"
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 #include "ui/theme.h"
 
 namespace paraproof::ui {

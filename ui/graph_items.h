@@ -4,7 +4,7 @@
 #include <QGraphicsItem>
 #include <QGraphicsPathItem>
 
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 
 namespace paraproof::ui {
 

@@ -20,6 +20,7 @@
 #include "ui/graph_items.h"
 #include "ui/layout_worker.h"
 #include "ui/minimap.h"
+#include "ui/node_tooltip.h"
 #include "ui/theme.h"
 
 namespace paraproof::ui {
@@ -106,15 +107,16 @@ void GraphView::relayout(int anchorNode) {
   for (int c : vg.clusters) {
     int parent = model_->node(c).parent;
     auto it = clusterIndex.find(parent);
-    job.clusters.push_back({c, it == clusterIndex.end() ? -1 : it->second, model_->node(c).label});
+    job.clusters.push_back(
+        {c, it == clusterIndex.end() ? -1 : it->second, QString::fromStdString(model_->node(c).label)});
     clusterIndex[c] = static_cast<int>(job.clusters.size()) - 1;
   }
   const QFontMetricsF regular(nodeFont(false)), bold(nodeFont(true));
   for (int n : vg.nodes) {
     const HierarchyNode& hn = model_->node(n);
     const bool group = hn.isGroup();
-    double textWidth = std::max((group ? bold : regular).horizontalAdvance(hn.label),
-                                regular.horizontalAdvance(hn.detail) * 0.9);
+    double textWidth = std::max((group ? bold : regular).horizontalAdvance(QString::fromStdString(hn.label)),
+                                regular.horizontalAdvance(QString::fromStdString(hn.detail)) * 0.9);
     // Whole multiples of 8 points: names like layers.2 / layers.10 give equal sizes, so identical structures
     // share one layout (LayoutCache).
     double width = std::clamp(std::ceil((textWidth + 24) / 8) * 8, group ? 112.0 : 72.0, 232.0);
@@ -150,16 +152,17 @@ void GraphView::onLayout(const LayoutResult& r) {
     int depth = 0;
     for (int p = model_->node(c.id).parent; p > 0; p = model_->node(p).parent)
       ++depth;
-    auto* item = new ClusterItem(c.id, model_->node(c.id).label, QRectF(c.x, c.y, c.width, c.height), depth);
-    item->setToolTip(model_->tooltip(c.id));
+    auto* item = new ClusterItem(c.id, QString::fromStdString(model_->node(c.id).label),
+                                 QRectF(c.x, c.y, c.width, c.height), depth);
+    item->setToolTip(nodeTooltip(*model_, c.id));
     scene()->addItem(item);
     clusterItems_[c.id] = item;
   }
   for (const auto& b : r.nodes) {
     const HierarchyNode& hn = model_->node(b.id);
-    auto* item =
-        new NodeItem(b.id, lookOf(*model_, b.id), hn.label, hn.detail, QRectF(b.x, b.y, b.width, b.height));
-    item->setToolTip(model_->tooltip(b.id));
+    auto* item = new NodeItem(b.id, lookOf(*model_, b.id), QString::fromStdString(hn.label),
+                              QString::fromStdString(hn.detail), QRectF(b.x, b.y, b.width, b.height));
+    item->setToolTip(nodeTooltip(*model_, b.id));
     scene()->addItem(item);
     nodeItems_[b.id] = item;
   }
@@ -525,14 +528,16 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
   if (target >= 0) {
     const HierarchyNode& n = model_->node(target);
     if (n.isGroup())
-      menu.addAction(n.expanded ? tr("Collapse %1").arg(n.label) : tr("Expand %1").arg(n.label),
+      menu.addAction(n.expanded ? tr("Collapse %1").arg(QString::fromStdString(n.label))
+                                : tr("Expand %1").arg(QString::fromStdString(n.label)),
                      [this, target] { toggle(target); });
     if (n.parent > 0) {
       int parent = n.parent;
-      menu.addAction(tr("Collapse %1").arg(model_->node(parent).label), [this, parent] {
-        model_->setExpanded(parent, false);
-        relayout(parent);
-      });
+      menu.addAction(tr("Collapse %1").arg(QString::fromStdString(model_->node(parent).label)),
+                     [this, parent] {
+                       model_->setExpanded(parent, false);
+                       relayout(parent);
+                     });
     }
     menu.addSeparator();
   }

@@ -7,9 +7,9 @@
 #include <memory>
 #include <unordered_map>
 
-#include "ui/graph_model.h"
 #include "ui/layout_types.h"
-#include "ui/stage_state.h"
+#include "ui/model/graph_model.h"
+#include "ui/model/stage_state.h"
 
 namespace paraproof::ui {
 

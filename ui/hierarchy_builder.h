@@ -13,9 +13,9 @@
 
 #include "core/plan/plan.h"
 #include "core/verify/report.h"
-#include "ui/graph_model.h"
-#include "ui/lineage_index.h"
-#include "ui/stage_map.h"
+#include "ui/model/graph_model.h"
+#include "ui/model/lineage_index.h"
+#include "ui/model/stage_map.h"
 
 namespace paraproof::ui {
 

@@ -6,7 +6,7 @@
 #include <QPainter>
 #include <QPixmap>
 
-#include "ui/stage_state.h"
+#include "ui/theme.h"
 
 namespace paraproof::ui {
 namespace {

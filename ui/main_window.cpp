@@ -904,11 +904,12 @@ void MainWindow::onLogicalSelection(const std::vector<int>& elements) {
     showProperties(plan_->logical.ops[static_cast<size_t>(logicalModel_->element(elements[0]).index)].id,
                    true);
   if (!elements.empty())
-    statusBar()->showMessage(tr("%1 selected: %2 parallel counterparts")
-                                 .arg(elements.size() == 1 ? logicalModel_->elementName(elements[0])
-                                                           : tr("%1 nodes").arg(elements.size()))
-                                 .arg(counterparts),
-                             5000);
+    statusBar()->showMessage(
+        tr("%1 selected: %2 parallel counterparts")
+            .arg(elements.size() == 1 ? QString::fromStdString(logicalModel_->elementName(elements[0]))
+                                      : tr("%1 nodes").arg(elements.size()))
+            .arg(counterparts),
+        5000);
 }
 
 void MainWindow::onParallelSelection(const std::vector<int>& elements) {
@@ -919,11 +920,12 @@ void MainWindow::onParallelSelection(const std::vector<int>& elements) {
                    true);
   }
   if (!elements.empty())
-    statusBar()->showMessage(tr("%1 selected: %2 logical origins")
-                                 .arg(elements.size() == 1 ? parallelModel_->elementName(elements[0])
-                                                           : tr("%1 nodes").arg(elements.size()))
-                                 .arg(origins),
-                             5000);
+    statusBar()->showMessage(
+        tr("%1 selected: %2 logical origins")
+            .arg(elements.size() == 1 ? QString::fromStdString(parallelModel_->elementName(elements[0]))
+                                      : tr("%1 nodes").arg(elements.size()))
+            .arg(origins),
+        5000);
 }
 
 bool MainWindow::search(const QString& text, bool backwards) {
@@ -937,10 +939,10 @@ bool MainWindow::search(const QString& text, bool backwards) {
       const GraphModel& m = *view->model();
       QStringList path;
       for (int p = m.node(node).parent; p > m.root(); p = m.node(p).parent)
-        path.push_front(m.node(p).label);
-      matches.push_back(
-          {m.node(node).label, (view == logicalView_ ? tr("logical") : tr("parallel")) +
-                                   (path.isEmpty() ? QString() : ": " + path.join(" \u203a "))});
+        path.push_front(QString::fromStdString(m.node(p).label));
+      matches.push_back({QString::fromStdString(m.node(node).label),
+                         (view == logicalView_ ? tr("logical") : tr("parallel")) +
+                             (path.isEmpty() ? QString() : ": " + path.join(" \u203a "))});
     }
     searchPanel_->setResults(text, matches);
     searchDock_->show();
@@ -961,7 +963,7 @@ void MainWindow::showSearchStep(const SelectionCoordinator::SearchStep& step) {
   statusBar()->showMessage(tr("Match %1 of %2: %3 (%4)")
                                .arg(step.match)
                                .arg(step.matches)
-                               .arg(step.view->model()->node(step.node).label,
+                               .arg(QString::fromStdString(step.view->model()->node(step.node).label),
                                     step.view == logicalView_ ? tr("logical") : tr("parallel")),
                            5000);
 }

@@ -8,12 +8,12 @@
 
 #include "core/plan/plan.h"
 #include "core/verify/verify.h"
-#include "ui/graph_model.h"
 #include "ui/hierarchy_builder.h"
-#include "ui/lineage_index.h"
+#include "ui/model/graph_model.h"
+#include "ui/model/lineage_index.h"
+#include "ui/model/stage_map.h"
 #include "ui/report_metatypes.h"
 #include "ui/selection_coordinator.h"
-#include "ui/stage_map.h"
 #include "ui/theme.h"
 #include "ui/zoo_dialog.h"
 

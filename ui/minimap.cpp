@@ -6,7 +6,7 @@
 #include <QScrollBar>
 
 #include "ui/graph_view.h"
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 #include "ui/theme.h"
 
 namespace paraproof::ui {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/plan/plan.h"
-#include "ui/op_variants.h"
+#include "ui/model/op_variants.h"
 
 class QLabel;
 class QTableWidget;

@@ -57,7 +57,7 @@ SelectionCoordinator::SearchStep SelectionCoordinator::search(const QString& tex
     fresh = true;
     for (GraphView* view : {logical_, parallel_})
       if (view->model())
-        for (int n : view->model()->find(text))
+        for (int n : view->model()->find(text.toStdString()))
           hits_.emplace_back(view, n);
   }
   if (hits_.empty()) return {};

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ui/lineage_index.h"
+#include "ui/model/lineage_index.h"
 
 namespace paraproof::ui {
 

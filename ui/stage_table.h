@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/verify/report.h"
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 
 namespace paraproof::ui {
 

@@ -220,4 +220,33 @@ double contrastRatio(const QColor& a, const QColor& b) {
   return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
 }
 
+QColor stateColor(StageState s) {
+  switch (s) {
+    case StageState::None:
+      return QColor(0x90, 0xA4, 0xAE);
+    case StageState::Pending:
+      return QColor(0x9E, 0x9E, 0x9E);
+    case StageState::Running:
+      return QColor(0x1E, 0x88, 0xE5);
+    case StageState::Verified:
+      return QColor(0x43, 0xA0, 0x47);
+    case StageState::Failed:
+      return QColor(0xE5, 0x39, 0x35);
+    case StageState::Inconclusive:
+      return QColor(0xFF, 0xA0, 0x00);
+  }
+  return Qt::gray;
+}
+
+QColor stateFillColor(StageState s) {
+  return theme().stateFill(s);
+}
+
+QColor selectionColor() {
+  return QColor(0x28, 0x35, 0x93);
+}
+QColor linkColor() {
+  return QColor(0x8E, 0x24, 0xAA);
+}
+
 }  // namespace paraproof::ui

@@ -9,7 +9,7 @@
 #include <QString>
 #include <array>
 
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 
 namespace paraproof::ui {
 
@@ -36,6 +36,12 @@ struct Theme {
 
 // The theme of the application palette now (cached per palette).
 const Theme& theme();
+
+QColor stateColor(StageState s);      // strong colour, both themes: borders, table decorations, legend
+QColor stateFillColor(StageState s);  // the theme's light tint: node fill
+// Colours for selection and lineage links, distinct from every stage state.
+QColor selectionColor();
+QColor linkColor();
 
 enum class ThemeChoice { System, Light, Dark };
 QString themeChoiceName(ThemeChoice c);

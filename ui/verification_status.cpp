@@ -5,7 +5,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 
-#include "ui/stage_state.h"
+#include "ui/model/stage_state.h"
 #include "ui/stage_table.h"
 #include "ui/theme.h"
 

@@ -70,10 +70,18 @@ inline void saveScreenshot(QWidget& window, const QString& name) {
   qInfo("screenshot: %s", qPrintable(path));
 }
 
+// A hierarchy node's texts (UTF-8 in the Qt-free model) as Qt strings.
+inline QString labelOf(const HierarchyNode& n) {
+  return QString::fromStdString(n.label);
+}
+inline QString detailOf(const HierarchyNode& n) {
+  return QString::fromStdString(n.detail);
+}
+
 // Leaf node of the op (or input) with this exact id/name in a view's model, -1 if none.
 inline int leafNamed(const GraphModel& m, const QString& name) {
   for (int e = 0; e < static_cast<int>(m.elements().size()); ++e)
-    if (m.elementName(e) == name) return m.leafOf(e);
+    if (QString::fromStdString(m.elementName(e)) == name) return m.leafOf(e);
   return -1;
 }
 

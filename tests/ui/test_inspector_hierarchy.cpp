@@ -6,6 +6,7 @@
 #include "core/parallel/generate.h"
 #include "inspector_test_support.h"
 #include "ui/minimap.h"
+#include "ui/node_tooltip.h"
 #include "ui/search_panel.h"
 #include "ui/zoo_dialog.h"
 
@@ -18,7 +19,7 @@ class TestInspectorHierarchy : public QObject {
 
   static int groupLabelled(const GraphModel& m, const QString& label) {
     for (int n = 0; n < m.size(); ++n)
-      if (m.node(n).isGroup() && m.node(n).label == label && m.node(n).parent >= 0) return n;
+      if (m.node(n).isGroup() && labelOf(m.node(n)) == label && m.node(n).parent >= 0) return n;
     return -1;
   }
 
@@ -76,7 +77,7 @@ class TestInspectorHierarchy : public QObject {
     QVERIFY(model >= 0 && fc1 >= 0);
     QCOMPARE(m.node(fc1).parent, model);
     for (int n = 0; n < m.size(); ++n)
-      if (m.node(n).isGroup()) QVERIFY2(!m.node(n).label.contains("py"), qPrintable(m.node(n).label));
+      if (m.node(n).isGroup()) QVERIFY2(!labelOf(m.node(n)).contains("py"), qPrintable(labelOf(m.node(n))));
   }
 
   // llama3-8b, 2 layers, dp2 x tp2 x pp2 with 2 micro-batches: every forward/backward op exists as "name#0"
@@ -115,10 +116,10 @@ class TestInspectorHierarchy : public QObject {
     int foldedNorms = 0;
     for (int n = 0; n < folded.size(); ++n) {
       const HierarchyNode& hn = folded.node(n);
-      if (hn.isGroup() || !hn.label.startsWith(QStringLiteral("layers.1.attention_norm.out"))) continue;
+      if (hn.isGroup() || !labelOf(hn).startsWith(QStringLiteral("layers.1.attention_norm.out"))) continue;
       const Element& e = folded.element(hn.element);
-      if (hn.label.contains('#')) {
-        apart << hn.label + QStringLiteral(" on rank %1").arg(plan.devices[e.device].rank);
+      if (labelOf(hn).contains('#')) {
+        apart << labelOf(hn) + QStringLiteral(" on rank %1").arg(plan.devices[e.device].rank);
         QCOMPARE(hn.microBatches, 1);
       } else {
         ++foldedNorms;
@@ -145,7 +146,8 @@ class TestInspectorHierarchy : public QObject {
     for (int n = 0; n < model.size(); ++n)
       if (model.node(n).kind == HierarchyNode::Kind::Device) {
         QCOMPARE(model.node(n).replicas, 8);
-        QVERIFY2(model.node(n).label.endsWith(QStringLiteral("\u00d78 dp")), qPrintable(model.node(n).label));
+        QVERIFY2(labelOf(model.node(n)).endsWith(QStringLiteral("\u00d78 dp")),
+                 qPrintable(labelOf(model.node(n))));
         ++groups;
       }
     QCOMPARE(groups, 2);  // one per tp rank
@@ -168,7 +170,7 @@ class TestInspectorHierarchy : public QObject {
       std::map<QString, int> replicasOf;
       for (int n = 0; n < model.size(); ++n)
         if (model.node(n).kind == HierarchyNode::Kind::Device)
-          replicasOf[model.node(n).label] = model.node(n).replicas;
+          replicasOf[labelOf(model.node(n))] = model.node(n).replicas;
       QCOMPARE(replicasOf.size(), size_t{3});
       QCOMPARE(replicasOf.count(QStringLiteral("rank 5  (deviant)")), size_t{1});
       QCOMPARE(replicasOf[QStringLiteral("rank 5  (deviant)")], 1);
@@ -195,21 +197,21 @@ class TestInspectorHierarchy : public QObject {
     GraphModel folded = GraphModel::parallel(plan, {});
     int perMicroBatch = 0, foldedLeaves = 0;
     for (int n = 0; n < unfolded.size(); ++n)
-      if (!unfolded.node(n).isGroup() && unfolded.node(n).label.contains('#')) ++perMicroBatch;
+      if (!unfolded.node(n).isGroup() && labelOf(unfolded.node(n)).contains('#')) ++perMicroBatch;
     for (int n = 0; n < folded.size(); ++n) {
       const HierarchyNode& hn = folded.node(n);
       if (hn.isGroup() || hn.parent < 0) continue;
-      QVERIFY2(!hn.label.contains('#'), qPrintable(hn.label));  // no per-micro-batch node is left
+      QVERIFY2(!labelOf(hn).contains('#'), qPrintable(labelOf(hn)));  // no per-micro-batch node is left
       if (hn.microBatches > 1) {
         QCOMPARE(hn.microBatches, 2);
-        QVERIFY2(hn.label.endsWith(QStringLiteral("\u00d72 mb")), qPrintable(hn.label));
+        QVERIFY2(labelOf(hn).endsWith(QStringLiteral("\u00d72 mb")), qPrintable(labelOf(hn)));
         ++foldedLeaves;
       }
     }
     QVERIFY(perMicroBatch > 100);
     QCOMPARE(perMicroBatch, 2 * foldedLeaves);  // half as many nodes, each counting 2
     QCOMPARE(folded.elements().size(), unfolded.elements().size() - size_t(foldedLeaves));
-    QVERIFY(folded.tooltip(folded.leafOf(0)).size() > 0);
+    QVERIFY(nodeTooltip(folded, folded.leafOf(0)).size() > 0);
 
     // Both copies of an op map to the folded node, so stage colours and lineage reach it from either.
     const int dev = folded.shownDevices().front();
@@ -263,12 +265,12 @@ class TestInspectorHierarchy : public QObject {
     QVERIFY(waitForLayouts(w));
     int counted = 0;
     for (int n : m->visible().nodes)
-      counted += m->node(n).label.endsWith(QStringLiteral("\u00d72 mb"));
+      counted += labelOf(m->node(n)).endsWith(QStringLiteral("\u00d72 mb"));
     QVERIFY(counted > 3);
     QRectF block;
     for (int n : m->visible().nodes)
       if (m->visibleNodeOf(n) == n && m->node(n).parent != 0 &&
-          m->node(n).label.endsWith(QStringLiteral("mb")))
+          labelOf(m->node(n)).endsWith(QStringLiteral("mb")))
         block = block.united(w.parallelView()->nodeSceneRect(n));
     w.parallelView()->fitInView(block.adjusted(-30, -30, 30, 30), Qt::KeepAspectRatio);
     saveScreenshot(w, "inspector-microbatches-folded");
@@ -316,10 +318,10 @@ class TestInspectorHierarchy : public QObject {
     QCOMPARE(m.identity(l1).first, l0);
     QCOMPARE(m.identity(l1).count, 2);
     QCOMPARE(m.identity(l2).count, 1);
-    QVERIFY(m.tooltip(l1).contains("identical to <b>layers.0</b>"));
-    QVERIFY(!m.tooltip(l0).contains("identical to"));  // never identical to itself
-    QVERIFY(m.tooltip(l0).contains("the first of 2 identical groups"));
-    QVERIFY(m.node(l1).detail.contains(QStringLiteral("\u00d72")));
+    QVERIFY(nodeTooltip(m, l1).contains("identical to <b>layers.0</b>"));
+    QVERIFY(!nodeTooltip(m, l0).contains("identical to"));  // never identical to itself
+    QVERIFY(nodeTooltip(m, l0).contains("the first of 2 identical groups"));
+    QVERIFY(detailOf(m.node(l1)).contains(QStringLiteral("\u00d72")));
     // With the same kind everywhere all three are identical.
     GraphModel same = GraphModel::logical(threeLayers("neg"));
     QCOMPARE(same.identity(groupLabelled(same, "layers.2")).count, 3);
@@ -498,7 +500,7 @@ class TestInspectorHierarchy : public QObject {
     QVERIFY(waitForLayouts(w));
     const GraphView* view = list->item(1)->text().contains("logical") ? w.logicalView() : w.parallelView();
     QVERIFY(!view->selectedNodes().empty());
-    QVERIFY(view->model()->node(view->selectedNodes().front()).label.contains("fc1"));
+    QVERIFY(labelOf(view->model()->node(view->selectedNodes().front())).contains("fc1"));
     saveScreenshot(w, "inspector-search-results");
 
     QVERIFY(!w.search("no-such-op-anywhere"));

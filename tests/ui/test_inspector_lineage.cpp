@@ -144,7 +144,7 @@ class TestInspectorLineage : public QObject {
       const Element& e = pm->element(pm->node(n).element);
       QVERIFY(e.kind == Element::Kind::Input);
       const Lineage& l = w.plan()->devices[e.device].lineage.at(e.index);
-      QCOMPARE(QString::fromStdString(l.tensor), lm->elementName(weight));
+      QCOMPARE(l.tensor, lm->elementName(weight));
     }
   }
 };

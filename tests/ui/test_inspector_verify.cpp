@@ -9,9 +9,10 @@
 
 #include "inspector_test_support.h"
 #include "ui/counterexample_panel.h"
-#include "ui/op_variants.h"
+#include "ui/model/op_variants.h"
 #include "ui/properties_panel.h"
 #include "ui/stage_table.h"
+#include "ui/theme.h"
 #include "ui/zoo_dialog.h"
 
 using namespace paraproof;

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "ui/graph_model.h"
+#include "ui/model/graph_model.h"
 
 namespace paraproof::ui {
 

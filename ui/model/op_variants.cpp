@@ -1,11 +1,11 @@
-#include "ui/op_variants.h"
+#include "ui/model/op_variants.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
-#include "ui/graph_model.h"
+#include "ui/model/graph_model.h"
 
 namespace paraproof::ui {
 

@@ -1,4 +1,4 @@
-#include "ui/lineage_index.h"
+#include "ui/model/lineage_index.h"
 
 #include <algorithm>
 #include <set>

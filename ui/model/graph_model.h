@@ -2,13 +2,13 @@
 // (model > layer > block > op), with collapse state, and the visible graph at the current collapse level.
 #pragma once
 
-#include <QString>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/plan/plan.h"
-#include "ui/group_identity.h"
+#include "ui/model/group_identity.h"
 
 namespace paraproof::ui {
 
@@ -23,8 +23,8 @@ struct Element {
 struct HierarchyNode {
   enum class Kind { Root, Mesh, Device, Scope, Split, Leaf };
   Kind kind = Kind::Leaf;
-  QString label;
-  QString detail;  // second line: op kind, tensor shape, "12 ops"
+  std::string label;   // UTF-8
+  std::string detail;  // second line: op kind, tensor shape, "12 ops"
   int parent = -1;
   std::vector<int> children;
   int element = -1;      // leaves only
@@ -106,12 +106,11 @@ class GraphModel {
 
   std::vector<int> elementsUnder(int node) const;
   // Leaves whose op id, kind, scope, tensor names or lineage tensors contain `text`, best matches first.
-  std::vector<int> find(const QString& text) const;
-  QString tooltip(int node) const;
+  std::vector<int> find(const std::string& text) const;
   // Structural hash of a group and the groups identical to it (see group_identity.h).
   const GroupIdentity& identity(int node) const { return identities_[node]; }
   const std::vector<std::pair<int, int>>& elementEdges() const { return elementEdges_; }
-  QString elementName(int element) const;
+  const std::string& elementName(int element) const;
   const Graph& graphOf(const Element& e) const;
 
  private:

@@ -1,4 +1,4 @@
-#include "ui/stage_map.h"
+#include "ui/model/stage_map.h"
 
 #include <algorithm>
 

@@ -1,11 +1,11 @@
-#include "ui/group_identity.h"
+#include "ui/model/group_identity.h"
 
 #include <algorithm>
 #include <functional>
 #include <string_view>
 #include <unordered_map>
 
-#include "ui/graph_model.h"
+#include "ui/model/graph_model.h"
 
 namespace paraproof::ui {
 namespace {

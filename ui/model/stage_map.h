@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "core/verify/report.h"
-#include "ui/graph_model.h"
-#include "ui/stage_state.h"
+#include "ui/model/graph_model.h"
+#include "ui/model/stage_state.h"
 
 namespace paraproof::ui {
 

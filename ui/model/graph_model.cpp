@@ -1,6 +1,5 @@
-#include "ui/graph_model.h"
+#include "ui/model/graph_model.h"
 
-#include <QStringList>
 #include <algorithm>
 #include <cctype>
 #include <deque>
@@ -42,17 +41,6 @@ int axisIndex(const Mesh& mesh, const char* name) {
 
 bool coordValid(const Plan& plan, const Device& d) {
   return d.coord.size() == plan.mesh.axes.size();
-}
-
-QString boxString(const Box& box) {
-  QStringList parts;
-  for (auto [a, b] : box.ranges)
-    parts << QStringLiteral("%1:%2").arg(a).arg(b);
-  return parts.isEmpty() ? QStringLiteral("whole") : "[" + parts.join(", ") + "]";
-}
-
-QString typeString(const Value& v) {
-  return QString::fromStdString(shapeString(v.type.shape)) + " " + dtypeName(v.type.dtype);
 }
 
 }  // namespace
@@ -109,7 +97,7 @@ int GraphModel::scopeGroup(int parent, const std::string& scope,
     }
     HierarchyNode n;
     n.kind = HierarchyNode::Kind::Scope;
-    n.label = QString::fromStdString(part);
+    n.label = part;
     n.parent = group;
     group = addNode(std::move(n));
     cache.emplace(path, group);
@@ -155,13 +143,13 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
     auto it = elementOfBase.find(foldKey(name, op, nullptr));
     if (it != elementOfBase.end() && it->second < 0) it->second = element;
   };
-  auto addLeaf = [&](int group, Element e, const QString& label, const QString& detail) {
+  auto addLeaf = [&](int group, Element e, std::string label, std::string detail) {
     elements_.push_back(e);
     int el = static_cast<int>(elements_.size()) - 1;
     HierarchyNode n;
     n.kind = HierarchyNode::Kind::Leaf;
-    n.label = label;
-    n.detail = detail;
+    n.label = std::move(label);
+    n.detail = std::move(detail);
     n.parent = group;
     n.element = el;
     leafOfElement_.push_back(addNode(std::move(n)));
@@ -177,15 +165,14 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
       const std::string& name = g.values[v].name;
       inEl[v] = foldedInto(name);
       if (inEl[v] < 0) {
-        inEl[v] = addLeaf(group, {Element::Kind::Input, device, v}, QString::fromStdString(name),
-                          QString::fromStdString(shapeString(g.values[v].type.shape)));
+        inEl[v] =
+            addLeaf(group, {Element::Kind::Input, device, v}, name, shapeString(g.values[v].type.shape));
         remember(name, inEl[v]);
       }
     }
     opEl[o] = foldedInto(op.id, &op);
     if (opEl[o] < 0) {
-      opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)},
-                        QString::fromStdString(op.id), QString::fromStdString(op.kind));
+      opEl[o] = addLeaf(group, {Element::Kind::Op, device, static_cast<int>(o)}, op.id, op.kind);
       remember(op.id, opEl[o], &op);
     }
     for (ValueId v : op.inputs) {
@@ -199,15 +186,14 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
     if (inEl[v] < 0) {
       inEl[v] = foldedInto(g.values[v].name);
       if (inEl[v] < 0) {
-        inEl[v] = addLeaf(parent, {Element::Kind::Input, device, v}, QString::fromStdString(g.values[v].name),
-                          QString::fromStdString(shapeString(g.values[v].type.shape)));
+        inEl[v] = addLeaf(parent, {Element::Kind::Input, device, v}, g.values[v].name,
+                          shapeString(g.values[v].type.shape));
         remember(g.values[v].name, inEl[v]);
       }
     }
   for (int leaf : folded) {
     HierarchyNode& n = nodes_[leaf];
-    n.label = QString::fromStdString(withoutMicroBatch(n.label.toStdString())) +
-              QStringLiteral("  \u00d7%1 mb").arg(n.microBatches);
+    n.label = withoutMicroBatch(n.label) + "  \u00d7" + std::to_string(n.microBatches) + " mb";
   }
 }
 
@@ -219,7 +205,7 @@ GraphModel GraphModel::logical(const Plan& plan) {
   m.representative_.assign(plan.devices.size(), kNone);
   HierarchyNode root;
   root.kind = HierarchyNode::Kind::Root;
-  root.label = QString::fromStdString(plan.name.empty() ? "model" : plan.name);
+  root.label = plan.name.empty() ? "model" : plan.name;
   root.expanded = true;
   m.addNode(std::move(root));
   m.addGraph(0, kNone, plan.logical, false);
@@ -236,7 +222,7 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
   m.representative_.assign(plan.devices.size(), kNone);
   HierarchyNode root;
   root.kind = HierarchyNode::Kind::Root;
-  root.label = QStringLiteral("devices");
+  root.label = "devices";
   root.expanded = true;
   m.addNode(std::move(root));
 
@@ -328,7 +314,7 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
         if (it == meshGroups.end()) {
           HierarchyNode n;
           n.kind = HierarchyNode::Kind::Mesh;
-          n.label = QStringLiteral("%1 %2").arg(QString::fromStdString(plan.mesh.axes[a])).arg(d.coord[a]);
+          n.label = plan.mesh.axes[a] + " " + std::to_string(d.coord[a]);
           n.parent = parent;
           it = meshGroups.emplace(prefix, m.addNode(std::move(n))).first;
         }
@@ -336,17 +322,15 @@ GraphModel GraphModel::parallel(const Plan& plan, ParallelSelection sel) {
       }
     HierarchyNode n;
     n.kind = HierarchyNode::Kind::Device;
-    n.label = QStringLiteral("rank %1").arg(d.rank);
-    QStringList coord;
+    n.label = "rank " + std::to_string(d.rank);
     if (coordValid(plan, d))
       for (size_t a = 0; a < d.coord.size(); ++a)
-        coord << QStringLiteral("%1=%2").arg(QString::fromStdString(plan.mesh.axes[a])).arg(d.coord[a]);
+        n.detail += (a ? " " : "") + plan.mesh.axes[a] + "=" + std::to_string(d.coord[a]);
     n.replicas = replicas[di];
-    n.detail = coord.join(' ');
-    if (n.replicas > 1) n.label += QStringLiteral("  \u00d7%1 dp").arg(n.replicas);
+    if (n.replicas > 1) n.label += "  \u00d7" + std::to_string(n.replicas) + " dp";
     if (deviant[static_cast<size_t>(di)]) {
-      n.label += QStringLiteral("  (deviant)");
-      n.detail += QStringLiteral(" \u00b7 not the translate of its replicas");
+      n.label += "  (deviant)";
+      n.detail += " \u00b7 not the translate of its replicas";
     }
     n.parent = parent;
     m.shownDevices_.push_back(di);
@@ -392,7 +376,7 @@ void GraphModel::finish() {
     const GroupIdentity& id = identities_[g];
     if (n.isGroup() && id.count > 1 && n.leafCount >= kMinIdenticalBadge &&
         n.kind != HierarchyNode::Kind::Device)
-      n.detail += QStringLiteral("  \u2261 \u00d7%1").arg(id.count);
+      n.detail += "  \u2261 \u00d7" + std::to_string(id.count);
   }
 }
 
@@ -404,7 +388,7 @@ void GraphModel::split(int group) {
       size_t end = std::min(children.size(), start + kMaxChildren);
       HierarchyNode n;
       n.kind = HierarchyNode::Kind::Split;
-      n.label = nodes_[children[start]].label + QStringLiteral(" \u2026 ") + nodes_[children[end - 1]].label;
+      n.label = nodes_[children[start]].label + " \u2026 " + nodes_[children[end - 1]].label;
       n.parent = group;
       int chunk = addNode(std::move(n));
       for (size_t c = start; c < end; ++c) {
@@ -423,7 +407,7 @@ int GraphModel::countLeaves(int node) {
     total += countLeaves(c);
   nodes_[node].leafCount = total;
   if (nodes_[node].kind != HierarchyNode::Kind::Leaf && nodes_[node].kind != HierarchyNode::Kind::Device)
-    nodes_[node].detail = QStringLiteral("%1 nodes").arg(total);
+    nodes_[node].detail = std::to_string(total) + " nodes";
   return total;
 }
 
@@ -660,19 +644,20 @@ const Graph& GraphModel::graphOf(const Element& e) const {
   return e.device == kNone ? plan_->logical : plan_->devices[e.device].graph;
 }
 
-QString GraphModel::elementName(int element) const {
+const std::string& GraphModel::elementName(int element) const {
   const Element& e = elements_[element];
   const Graph& g = graphOf(e);
-  return QString::fromStdString(e.kind == Element::Kind::Op ? g.ops[e.index].id : g.values[e.index].name);
+  return e.kind == Element::Kind::Op ? g.ops[e.index].id : g.values[e.index].name;
 }
 
-std::vector<int> GraphModel::find(const QString& text) const {
-  const std::string needle = text.trimmed().toLower().toStdString();
-  if (needle.empty()) return {};
+std::vector<int> GraphModel::find(const std::string& text) const {
   auto lower = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     return s;
   };
+  const size_t first = text.find_first_not_of(" \t\n"), last = text.find_last_not_of(" \t\n");
+  if (first == std::string::npos) return {};
+  const std::string needle = lower(text.substr(first, last - first + 1));
   std::vector<std::pair<int, int>> scored;  // (rank, leaf)
   for (size_t el = 0; el < elements_.size(); ++el) {
     const Element& e = elements_[el];
@@ -701,68 +686,6 @@ std::vector<int> GraphModel::find(const QString& text) const {
   for (auto& s : scored)
     out.push_back(s.second);
   return out;
-}
-
-QString GraphModel::tooltip(int node) const {
-  const HierarchyNode& n = nodes_[node];
-  if (n.isGroup()) {
-    QString t = QStringLiteral("<b>%1</b><br>%2 nodes").arg(n.label.toHtmlEscaped()).arg(n.leafCount);
-    if (!n.detail.isEmpty() && n.kind == HierarchyNode::Kind::Device) t += "<br>" + n.detail;
-    if (n.replicas > 1) t += QStringLiteral("<br>stands for %1 data-parallel replicas").arg(n.replicas);
-    if (const GroupIdentity& id = identities_[node]; id.count > 1) {
-      // Never "identical to" itself; a namesake on another device is named with its device.
-      auto where = [&](int group) {
-        QString text = QStringLiteral("<b>%1</b>").arg(nodes_[group].label.toHtmlEscaped());
-        for (int p = nodes_[group].parent; p > 0; p = nodes_[p].parent)
-          if (nodes_[p].kind == HierarchyNode::Kind::Device)
-            return text + QStringLiteral(" of %1").arg(nodes_[p].label.toHtmlEscaped());
-        return text;
-      };
-      t += (id.first == node
-                ? QStringLiteral("<br>the first of %2 identical groups (structure hash %3)")
-                : QStringLiteral("<br>identical to %1, one of %2 (structure hash %3)").arg(where(id.first)))
-               .arg(id.count)
-               .arg(id.hash, 16, 16, QLatin1Char('0'));
-    }
-    return t + QStringLiteral("<br><i>double-click to %1</i>").arg(n.expanded ? "collapse" : "expand");
-  }
-  const Element& e = elements_[n.element];
-  const Graph& g = graphOf(e);
-  const Device* dev = e.device == kNone ? nullptr : &plan_->devices[e.device];
-  auto lineage = [&](ValueId v) -> QString {
-    if (!dev) return {};
-    auto it = dev->lineage.find(v);
-    if (it == dev->lineage.end()) return {};
-    const Lineage& l = it->second;
-    QString s = QStringLiteral(" &rarr; %1 %2").arg(QString::fromStdString(l.tensor), boxString(l.box));
-    if (l.parts > 1) s += QStringLiteral(" part %1/%2").arg(l.part + 1).arg(l.parts);
-    return s;
-  };
-  QString where = dev ? QStringLiteral("rank %1").arg(dev->rank) : QStringLiteral("logical");
-  if (e.kind == Element::Kind::Input) {
-    const Value& v = g.values[e.index];
-    return QStringLiteral("<b>%1</b> (input, %2)<br>%3%4")
-        .arg(QString::fromStdString(v.name).toHtmlEscaped(), where, typeString(v), lineage(e.index));
-  }
-  const Op& op = g.ops[e.index];
-  QString t = QStringLiteral("<b>%1</b> <i>%2</i> (%3)")
-                  .arg(QString::fromStdString(op.id).toHtmlEscaped(), QString::fromStdString(op.kind), where);
-  if (n.microBatches > 1)
-    t += QStringLiteral("<br>stands for the same op in %1 micro-batches (shown: micro-batch 0)")
-             .arg(n.microBatches);
-  if (!op.scope.empty()) t += "<br>scope " + QString::fromStdString(op.scope).toHtmlEscaped();
-  if (!op.origin.empty()) t += "<br>origin " + QString::fromStdString(op.origin).toHtmlEscaped();
-  for (ValueId v : op.inputs)
-    t += QStringLiteral("<br>in&nbsp; %1: %2%3")
-             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]),
-                  lineage(v));
-  for (ValueId v : op.outputs)
-    t += QStringLiteral("<br>out %1: %2%3")
-             .arg(QString::fromStdString(g.values[v].name).toHtmlEscaped(), typeString(g.values[v]),
-                  lineage(v));
-  if (!op.attrs.empty())
-    t += "<br>attrs " + QString::fromStdString(op.attrs.dump()).toHtmlEscaped().left(300);
-  return t;
 }
 
 }  // namespace paraproof::ui
