@@ -44,6 +44,7 @@
 #include "ui/legend_widget.h"
 #include "ui/link_overlay.h"
 #include "ui/minimap.h"
+#include "ui/model/stage_focus.h"
 #include "ui/plan_files.h"
 #include "ui/properties_panel.h"
 #include "ui/search_panel.h"
@@ -52,6 +53,7 @@
 #include "ui/stage_table.h"
 #include "ui/theme.h"
 #include "ui/verification_controller.h"
+#include "ui/verification_presenter.h"
 #include "ui/verification_status.h"
 #include "ui/zoo_dialog.h"
 
@@ -89,29 +91,28 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
   worker_ = LayoutWorker::shared();
-  controller_ = new VerificationController(this);
   builder_ = new HierarchyBuilder(this);
   connect(builder_, &HierarchyBuilder::built, this, &MainWindow::onHierarchyBuilt);
   options_ = loadVerifyOptions();
-  stageModel_ = new StageTableModel(this);
+  status_ = new VerificationStatus(this);
+  verification_ = new VerificationPresenter(status_, this);
+  stageModel_ = verification_->table();
   buildCentral();
   buildDocks();
   buildActions();
   buildStatusBar();
   renderHeaders();
 
-  connect(controller_, &VerificationController::stagesPlanned, this, &MainWindow::onStagesPlanned);
-  connect(controller_, &VerificationController::stageStarted, this, [this](int stage) {
-    stageModel_->markRunning(stage);
-    scheduleStatePush();
+  connect(verification_, &VerificationPresenter::statesChanged, this,
+          [this](const std::vector<StageState>& logical, const std::vector<StageState>& parallel) {
+            logicalView_->setElementStates(logical);
+            parallelView_->setElementStates(parallel);
+          });
+  connect(verification_, &VerificationPresenter::runningChanged, this, [this](bool running) {
+    runAction_->setEnabled(!running);
+    cancelAction_->setEnabled(running);
   });
-  connect(controller_, &VerificationController::stageFinished, this, &MainWindow::onStageFinished);
-  connect(controller_, &VerificationController::finished, this, &MainWindow::onFinished);
-  stateTimer_.setSingleShot(true);
-  stateTimer_.setInterval(60);  // coalesces bursts of stage events into one repaint
-  connect(&stateTimer_, &QTimer::timeout, this, &MainWindow::pushStates);
-  clockTimer_.setInterval(250);
-  connect(&clockTimer_, &QTimer::timeout, this, &MainWindow::updateProgress);
+  connect(verification_, &VerificationPresenter::finished, this, &MainWindow::onFinished);
 
   resize(1500, 940);
   QSettings s;
@@ -122,8 +123,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
-  delete controller_;  // joins a running verification before the views go away
-  controller_ = nullptr;
+  delete verification_;  // joins a running verification before the views go away
+  verification_ = nullptr;
   delete builder_;  // waits for a build in progress; its result is never delivered
   builder_ = nullptr;
   delete logicalView_;
@@ -443,7 +444,6 @@ void MainWindow::resizeEvent(QResizeEvent* event) {
 }
 
 void MainWindow::buildStatusBar() {
-  status_ = new VerificationStatus(this);
   connect(status_, &VerificationStatus::cancelRequested, this, &MainWindow::cancelVerification);
   statusBar()->addPermanentWidget(status_);
 }
@@ -528,7 +528,6 @@ void MainWindow::openInBackground(PlanSource load, const QString& source, const 
 }
 
 void MainWindow::openPlan(Plan plan, const QString& source) {
-  if (controller_->isRunning()) controller_->cancel();
   ++loadGeneration_;  // a background load still running must not replace this plan
   loading_ = false;
   planPath_ = source;
@@ -536,13 +535,9 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   plan_ = std::make_shared<const Plan>(std::move(plan));
   savePlanAction_->setEnabled(true);
   updateCompareActions();
-  haveReport_ = false;
-  stageInfos_.clear();
-  ++stagesVersion_;
-  stageModel_->clear();
+  StageMap oldStages = verification_->reset();
   cexPanel_->showNothing(tr("Run verification (F5) to check every stage."));
   propsPanel_->clear();
-  status_->reset();
   // Nothing of the previous plan stays: element numbers of its models mean nothing now. Freeing them (and the
   // plan) is left to a pool thread; the views show a placeholder until the new hierarchies arrive.
   selection_->reset();
@@ -552,8 +547,7 @@ void MainWindow::openPlan(Plan plan, const QString& source) {
   destroyInBackground(std::move(previous), std::move(logicalModel_), std::move(parallelModel_),
                       std::move(logicalStructure_),
                       std::make_shared<LineageIndex>(selection_->setLineage(LineageIndex())),
-                      std::make_shared<StageMap>(std::move(stageMap_)));
-  stageMap_ = StageMap();
+                      std::make_shared<StageMap>(std::move(oldStages)));
   logicalView_->setPlaceholder(
       tr("Building the hierarchy of %1 logical ops\u2026").arg(plan_->logical.ops.size()));
   parallelView_->setPlaceholder(tr("Building the hierarchy of %1 devices\u2026").arg(plan_->devices.size()));
@@ -579,8 +573,8 @@ void MainWindow::requestHierarchy(bool withLogical) {
   r.plan = plan_;
   r.selection = currentSelection();
   if (!withLogical) r.logicalStructure = logicalStructure_;  // null while the first build runs: built again
-  r.stages = stageInfos_;
-  r.stagesVersion = stagesVersion_;
+  r.stages = verification_->stages();
+  r.stagesVersion = verification_->stagesVersion();
   r.overviewBudget = kOverviewBudget;
   builder_->request(std::move(r));
 }
@@ -605,14 +599,12 @@ void MainWindow::onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build) {
   parallelModel_ = build->parallel;
   parallelView_->setModel(parallelModel_);
   auto oldLineage = std::make_shared<LineageIndex>(selection_->setLineage(std::move(build->lineage)));
-  auto oldStages = std::make_shared<StageMap>(std::move(stageMap_));
-  stageMap_ = build->stagesVersion == stagesVersion_ ? std::move(build->stageMap)
-                                                     : StageMap(stageInfos_, *logicalModel_, *parallelModel_);
+  auto oldStages = std::make_shared<StageMap>(verification_->setModels(
+      *logicalModel_, *parallelModel_, std::move(build->stageMap), build->stagesVersion));
   const bool opened = build->logical != nullptr;
   const double ms = build->milliseconds;
   destroyInBackground(std::move(oldLogical), std::move(oldParallel), std::move(oldLineage),
                       std::move(oldStages), std::move(build));
-  pushStates();
   int shown = static_cast<int>(parallelModel_->shownDevices().size());
   // Devices of the plan, implied replicas of a compact plan included; each shown group counts the replicas
   // it stands for.
@@ -722,106 +714,43 @@ void MainWindow::setTheme(ThemeChoice choice) {
 
 void MainWindow::runVerification() {
   if (!plan_) return;
-  stageInfos_.clear();
-  ++stagesVersion_;
-  stageModel_->clear();
-  stageMap_ = StageMap();
-  pushStates();
   cexPanel_->showNothing(tr("Verifying\u2026"));
-  status_->started();
-  runAction_->setEnabled(false);
-  cancelAction_->setEnabled(true);
-  clockTimer_.start();
-  controller_->start(plan_, options_);
+  verification_->start(plan_, options_);
   statusBar()->showMessage(tr("Verification started with %1 workers").arg(options_.jobs), 3000);
 }
 
 void MainWindow::cancelVerification() {
-  if (!controller_->isRunning()) return;
-  controller_->cancel();
-  status_->cancelling();
+  if (!verification_->isRunning()) return;
+  verification_->cancel();
   cancelAction_->setEnabled(false);
   statusBar()->showMessage(tr("Cancelling\u2026"));
 }
 
 bool MainWindow::isVerifying() const {
-  return controller_->isRunning();
+  return verification_->isRunning();
 }
 
-void MainWindow::onStagesPlanned(const std::vector<verify::StageInfo>& stages) {
-  stageInfos_ = stages;
-  ++stagesVersion_;
-  stageModel_->setStages(stages);
-  if (logicalModel_ && parallelModel_) stageMap_ = StageMap(stageInfos_, *logicalModel_, *parallelModel_);
-  status_->stagesPlanned(static_cast<int>(stages.size()));
-  pushStates();
+int MainWindow::firstFailingStage() const {
+  return verification_->firstFailingStage();
 }
 
-void MainWindow::onStageFinished(const verify::StageResult& result) {
-  stageModel_->setResult(result);
-  scheduleStatePush();  // colours and progress follow within 60 ms, once per burst of results
+VerificationController* MainWindow::controller() const {
+  return verification_->controller();
 }
 
-void MainWindow::onFinished(const verify::Report& report) {
-  clockTimer_.stop();
-  haveReport_ = true;
-  // The report is authoritative: it also covers runs whose observer events were dropped or never sent.
-  if (stageModel_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty()) {
-    onStagesPlanned(report.stages);
-  }
-  stageModel_->setResults(report.results);
-  if (report.cancelled) stageModel_->markUnfinishedCancelled();
-  pushStates();
-  runAction_->setEnabled(true);
-  cancelAction_->setEnabled(false);
-  updateProgress();
-  statusBar()->showMessage(status_->finished(report, *stageModel_));
+void MainWindow::onFinished(const verify::Report& report, const QString& message) {
+  statusBar()->showMessage(message);
   if (report.verdict == verify::Verdict::Invalid) {
     QString errors;
     for (const auto& d : report.errors)
       errors += QString::fromStdString(d.str()).toHtmlEscaped() + "<br>";
     cexPanel_->showHtml(tr("<h3 class='err'>The plan is invalid</h3><p>%1</p>").arg(errors));
   }
-  const int checked = stageModel_->count(StageState::Verified) + stageModel_->count(StageState::Failed) +
-                      stageModel_->count(StageState::Inconclusive);
-  const int notRun = stageModel_->stageCount() - checked;
-  const int verified = stageModel_->count(StageState::Verified);
   if (int first = firstFailingStage(); first >= 0)
     selectStage(first);
   else if (report.verdict != verify::Verdict::Invalid)
-    cexPanel_->showNothing(report.cancelled
-                               ? tr("Cancelled: %1 of %2 stages checked, %3 not run.")
-                                     .arg(checked)
-                                     .arg(stageModel_->stageCount())
-                                     .arg(notRun)
-                               : tr("No counterexample: %1 of %2 stages verified. Select a stage to "
-                                    "see it in both views.")
-                                     .arg(verified)
-                                     .arg(stageModel_->stageCount()));
+    cexPanel_->showNothing(verification_->outcomeText(report));
   emit verificationFinished(report);
-}
-
-void MainWindow::updateProgress() {
-  status_->progressed(*stageModel_, controller_->elapsedSeconds());
-}
-
-void MainWindow::scheduleStatePush() {
-  if (!stateTimer_.isActive()) stateTimer_.start();
-}
-
-void MainWindow::pushStates() {
-  stateTimer_.stop();
-  updateProgress();
-  if (!logicalModel_ || !parallelModel_) return;
-  const auto& states = stageModel_->states();
-  logicalView_->setElementStates(stageMap_.logicalStates(states));
-  parallelView_->setElementStates(stageMap_.parallelStates(states));
-}
-
-int MainWindow::firstFailingStage() const {
-  for (int i = 0; i < stageModel_->stageCount(); ++i)
-    if (stageModel_->state(i) == StageState::Failed) return i;
-  return -1;
 }
 
 void MainWindow::selectStage(int stageIndex) {
@@ -847,49 +776,18 @@ void MainWindow::onStageRowChanged() {
 void MainWindow::showStage(int stage) {
   const verify::StageInfo& info = stageModel_->stage(stage);
   const std::optional<verify::StageResult> result = stageModel_->result(stage);
-  const StageFocus focus = stageFocus(info, result);
-  if (stage < stageMap_.stageCount() && logicalModel_ && parallelModel_) {
+  const StageFocus focus = plan_ ? stageFocus(*plan_, info, result) : StageFocus();
+  const StageMap& map = verification_->stageMap();
+  if (stage < map.stageCount() && logicalModel_ && parallelModel_) {
     const int logicalFocus =
         focus.logicalOp.empty() ? -1 : logicalModel_->elementOfOp(kNone, focus.logicalOp);
     const int parallelFocus =
         focus.device == kNone ? -1 : parallelModel_->elementOfOp(focus.device, focus.parallelOp);
-    selection_->showStage(stageMap_.logicalElements(stage), logicalFocus, stageMap_.parallelElements(stage),
+    selection_->showStage(map.logicalElements(stage), logicalFocus, map.parallelElements(stage),
                           parallelFocus, focus.logicalDiffers, focus.parallelDiffers);
   }
   cexPanel_->showStage(info, result, bugNote());
   if (!focus.parallelOp.empty()) showProperties(focus.parallelOp, false);
-}
-
-// The device op whose value the counterexample names first (on its rank), else the stage's first op; the
-// logical op producing the logical tensor it names, else the stage's first logical op.
-MainWindow::StageFocus MainWindow::stageFocus(const verify::StageInfo& stage,
-                                              const std::optional<verify::StageResult>& result) const {
-  StageFocus f;
-  if (!plan_) return f;
-  auto producerOf = [](const Graph& g, const std::string& tensor) -> std::string {
-    const ValueId v = g.findValue(tensor);
-    const OpId op = v == kNone ? kNone : g.values[static_cast<size_t>(v)].producer;
-    return op == kNone ? std::string() : g.ops[static_cast<size_t>(op)].id;
-  };
-  if (result && result->counterexample)
-    for (const verify::ElementDiff& d : result->counterexample->diffs) {
-      if (f.logicalOp.empty() && !d.logicalTensor.empty()) {
-        f.logicalOp = producerOf(plan_->logical, d.logicalTensor);
-        f.logicalDiffers = !f.logicalOp.empty();
-      }
-      if (!f.parallelOp.empty() || d.device == kNone) continue;
-      const int index = plan_->deviceIndex(d.device);
-      if (index == kNone) continue;
-      f.parallelOp = producerOf(plan_->devices[static_cast<size_t>(index)].graph, d.tensor);
-      f.device = f.parallelOp.empty() ? kNone : index;
-      f.parallelDiffers = !f.parallelOp.empty();
-    }
-  if (f.parallelOp.empty() && !stage.parallelOps.empty()) {
-    f.parallelOp = stage.parallelOps.front().op;
-    f.device = plan_->deviceIndex(stage.parallelOps.front().rank);
-  }
-  if (f.logicalOp.empty() && !stage.logicalOps.empty()) f.logicalOp = stage.logicalOps.front();
-  return f;
 }
 
 void MainWindow::showProperties(const std::string& opId, bool raise) {
@@ -1105,12 +1003,12 @@ void MainWindow::exportView() {
 }
 
 bool MainWindow::exportFailureReport(const QString& path, QString* error) {
-  if (!haveReport_ || !plan_) {
+  if (!verification_->hasReport() || !plan_) {
     if (error) *error = tr("run verification first (F5)");
     return false;
   }
   FailureReport r;
-  r.report = &controller_->lastReport();
+  r.report = &verification_->lastReport();
   r.planName = QString::fromStdString(plan_->name.empty() ? std::string("plan") : plan_->name);
   r.planSource = planPath_;
   r.bugNote = bugNote();
@@ -1127,7 +1025,7 @@ bool MainWindow::exportFailureReport(const QString& path, QString* error) {
 }
 
 void MainWindow::exportFailureReportDialog() {
-  if (!haveReport_) {
+  if (!verification_->hasReport()) {
     QMessageBox::information(this, tr("No report"), tr("Run verification first (F5)."));
     return;
   }
@@ -1143,14 +1041,14 @@ void MainWindow::exportFailureReportDialog() {
 }
 
 void MainWindow::exportReport() {
-  if (!haveReport_) {
+  if (!verification_->hasReport()) {
     QMessageBox::information(this, tr("No report"), tr("Run verification first (F5)."));
     return;
   }
   QString path = QFileDialog::getSaveFileName(this, tr("Export Report"), QString(), tr("JSON (*.json)"));
   if (path.isEmpty()) return;
   try {
-    verify::saveReportJson(controller_->lastReport(), path.toStdString());
+    verify::saveReportJson(verification_->lastReport(), path.toStdString());
     statusBar()->showMessage(tr("Saved report to %1").arg(path), 5000);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export failed"), QString::fromUtf8(e.what()));
@@ -1194,7 +1092,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   s.setValue("window/geometry", saveGeometry());
   // A compact window saves the arrangement it restores when it grows (the docks it tabbed for small sizes).
   s.setValue("window/state", compact_ && !wideLayout_.isEmpty() ? wideLayout_ : saveState());
-  if (controller_->isRunning()) controller_->cancel();
+  if (verification_->isRunning()) verification_->cancel();
   event->accept();
 }
 

@@ -44,6 +44,7 @@ class LinkOverlay;
 class StageFilterProxy;
 class StageTableModel;
 class VerificationController;
+class VerificationPresenter;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -104,7 +105,7 @@ class MainWindow : public QMainWindow {
   QTableView* stageTable() const { return stageTable_; }
   CounterexamplePanel* counterexamplePanel() const { return cexPanel_; }
   PropertiesPanel* propertiesPanel() const { return propsPanel_; }
-  VerificationController* controller() const { return controller_; }
+  VerificationController* controller() const;
 
  signals:
   void planOpened();                      // the plan is known; its hierarchies are still being built
@@ -136,16 +137,10 @@ class MainWindow : public QMainWindow {
   void requestHierarchy(bool withLogical);
   void onHierarchyBuilt(std::shared_ptr<HierarchyBuild> build);
   void refreshParallelChoices();
-  void scheduleStatePush();
-  void pushStates();
-  void updateProgress();
   void updateTitle();
-  void renderHeaders();
-  void adaptToSize();  // compact docks and toolbar in small windows  // the view headers' text and bar, in
-                       // the theme's colours
-  void onStagesPlanned(const std::vector<verify::StageInfo>& stages);
-  void onStageFinished(const verify::StageResult& result);
-  void onFinished(const verify::Report& report);
+  void renderHeaders();  // the view headers' text and bar, in the theme's colours
+  void adaptToSize();    // compact docks and toolbar in small windows
+  void onFinished(const verify::Report& report, const QString& message);
   void onLogicalSelection(const std::vector<int>& elements);
   void onParallelSelection(const std::vector<int>& elements);
   void onStageRowChanged();
@@ -153,15 +148,6 @@ class MainWindow : public QMainWindow {
   void showSearchStep(const SelectionCoordinator::SearchStep& step);
   // The op a selection or a failure is about, in the properties panel (raised when `raise`).
   void showProperties(const std::string& opId, bool raise);
-  struct StageFocus {
-    int device = kNone;      // device index of parallelOp
-    std::string parallelOp;  // the op whose value the counterexample names first
-    std::string logicalOp;
-    // parallelOp / logicalOp are the ops whose values the counterexample names first (not a fallback)
-    bool parallelDiffers = false, logicalDiffers = false;
-  };
-  StageFocus stageFocus(const verify::StageInfo& stage,
-                        const std::optional<verify::StageResult>& result) const;
   void openDialog();
   void openZooDialog();
   void compareWithFileDialog();
@@ -177,7 +163,7 @@ class MainWindow : public QMainWindow {
   QString bugNote() const;
 
   std::shared_ptr<LayoutWorker> worker_;  // released after the views (destructor)
-  VerificationController* controller_;
+  VerificationPresenter* verification_;
   HierarchyBuilder* builder_;
   std::shared_ptr<const Plan> plan_;
   QString planPath_;
@@ -185,11 +171,7 @@ class MainWindow : public QMainWindow {
   bool loading_ = false;
   std::shared_ptr<GraphModel> logicalModel_, parallelModel_;
   std::shared_ptr<const GraphModel> logicalStructure_;  // the worker's pristine copy, for parallel rebuilds
-  std::vector<verify::StageInfo> stageInfos_;
-  uint64_t stagesVersion_ = 0;  // bumped whenever stageInfos_ changes
-  StageMap stageMap_;
   verify::Options options_;
-  bool haveReport_ = false;
   QAction* savePlanAction_ = nullptr;
   QAction* compareFileAction_ = nullptr;
   QAction* compareBugAction_ = nullptr;
@@ -227,8 +209,6 @@ class MainWindow : public QMainWindow {
   VerificationStatus* status_ = nullptr;
   QAction* runAction_;
   QAction* cancelAction_;
-  QTimer stateTimer_;
-  QTimer clockTimer_;
   GraphView* lastActiveView_ = nullptr;
   std::unique_ptr<SelectionCoordinator> selection_;
 };

@@ -1,0 +1,36 @@
+#include "ui/model/stage_focus.h"
+
+namespace paraproof::ui {
+
+// The device op whose value the counterexample names first (on its rank), else the stage's first op; the
+// logical op producing the logical tensor it names, else the stage's first logical op.
+StageFocus stageFocus(const Plan& plan, const verify::StageInfo& stage,
+                      const std::optional<verify::StageResult>& result) {
+  StageFocus f;
+  auto producerOf = [](const Graph& g, const std::string& tensor) -> std::string {
+    const ValueId v = g.findValue(tensor);
+    const OpId op = v == kNone ? kNone : g.values[static_cast<size_t>(v)].producer;
+    return op == kNone ? std::string() : g.ops[static_cast<size_t>(op)].id;
+  };
+  if (result && result->counterexample)
+    for (const verify::ElementDiff& d : result->counterexample->diffs) {
+      if (f.logicalOp.empty() && !d.logicalTensor.empty()) {
+        f.logicalOp = producerOf(plan.logical, d.logicalTensor);
+        f.logicalDiffers = !f.logicalOp.empty();
+      }
+      if (!f.parallelOp.empty() || d.device == kNone) continue;
+      const int index = plan.deviceIndex(d.device);
+      if (index == kNone) continue;
+      f.parallelOp = producerOf(plan.devices[static_cast<size_t>(index)].graph, d.tensor);
+      f.device = f.parallelOp.empty() ? kNone : index;
+      f.parallelDiffers = !f.parallelOp.empty();
+    }
+  if (f.parallelOp.empty() && !stage.parallelOps.empty()) {
+    f.parallelOp = stage.parallelOps.front().op;
+    f.device = plan.deviceIndex(stage.parallelOps.front().rank);
+  }
+  if (f.logicalOp.empty() && !stage.logicalOps.empty()) f.logicalOp = stage.logicalOps.front();
+  return f;
+}
+
+}  // namespace paraproof::ui
