@@ -4,7 +4,7 @@ set -euo pipefail
 PACKAGES=(
   g++ cmake ninja-build pkg-config
   qt6-base-dev qt6-svg-dev libgl-dev
-  libz3-dev libgraphviz-dev nlohmann-json3-dev libjemalloc-dev
+  libz3-dev libgraphviz-dev nlohmann-json3-dev libjemalloc-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   xvfb xauth
   clang libclang-rt-14-dev libfuzzer-14-dev

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/plan/gzip.h"
 #include "core/plan/json_io.h"
 #include "core/plan/validate.h"
 
@@ -150,6 +151,48 @@ class TestPlanIo : public QObject {
     savePlan(p, path);  // overwrite in place
     QVERIFY(samePlan(loadPlan(path), p));
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"plan.json"});  // no temporary left behind
+  }
+
+  // A plan written to PATH.gz is gzip-compressed JSON, smaller and loaded back the same; a compressed file
+  // is recognised by its content whatever its name.
+  void compressedPlansRoundTrip() {
+    QTemporaryDir dir;
+    const std::string gz = dir.filePath("plan.json.gz").toStdString();
+    const std::string renamed = dir.filePath("plan.json").toStdString();
+    Plan p = loadPlan(kExample);
+    savePlan(p, gz);
+    std::string bytes;
+    {
+      std::ifstream in(gz, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    QVERIFY(isGzip(bytes));
+    QVERIFY(bytes.size() < std::filesystem::file_size(kExample));
+    QVERIFY(samePlan(loadPlan(gz), p));
+    std::filesystem::rename(gz, renamed);
+    QVERIFY(samePlan(loadPlan(renamed), p));
+    QCOMPARE(gzipDecompress(gzipCompress("ab") + gzipCompress("cd"), 16), std::string("abcd"));  // members
+  }
+
+  // A damaged or truncated compressed file, or one that would inflate past the limit, is a PlanError naming
+  // the file, never a crash or a partial plan.
+  void brokenCompressedPlansAreErrors() {
+    QTemporaryDir dir;
+    const std::string text = gzipCompress(std::string(4096, ' ') + "{}");
+    const std::string path = dir.filePath("plan.json.gz").toStdString();
+    for (const std::string& bytes :
+         {text.substr(0, text.size() / 2), text.substr(0, 10) + std::string(40, 'x')}) {
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+      try {
+        loadPlan(path);
+        QFAIL("expected PlanError");
+      } catch (const PlanError& e) {
+        const Diagnostic& d = e.diagnostics().front();
+        QCOMPARE(d.where, path);
+        QVERIFY2(d.message.find("compressed plan file: not a valid gzip stream") == 0, d.message.c_str());
+      }
+    }
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, gzipDecompress(text, 1000));  // 4098 bytes of text
   }
 
   void savePlanIntoAMissingDirectoryFailsCleanly() {

@@ -886,9 +886,10 @@ QString MainWindow::bugNote() const {
 
 void MainWindow::openDialog() {
   QSettings s;
-  QString path = QFileDialog::getOpenFileName(this, tr("Open Plan"), s.value("files/lastDir").toString(),
-                                              tr("Plans and PyTorch scripts (*.json *.py);;ParaProof plans "
-                                                 "(*.json);;PyTorch scripts (*.py);;All files (*)"));
+  QString path =
+      QFileDialog::getOpenFileName(this, tr("Open Plan"), s.value("files/lastDir").toString(),
+                                   tr("Plans and PyTorch scripts (*.json *.json.gz *.py);;ParaProof plans "
+                                      "(*.json *.json.gz);;PyTorch scripts (*.py);;All files (*)"));
   if (path.isEmpty()) return;
   s.setValue("files/lastDir", QFileInfo(path).absolutePath());
   openPlanFileInBackground(path);
@@ -935,7 +936,7 @@ void MainWindow::compareWithFileDialog() {
   QSettings s;
   const QString path =
       QFileDialog::getOpenFileName(this, tr("Compare With Plan"), s.value("files/lastDir").toString(),
-                                   tr("ParaProof plans (*.json);;All files (*)"));
+                                   tr("ParaProof plans (*.json *.json.gz);;All files (*)"));
   if (path.isEmpty()) return;
   s.setValue("files/lastDir", QFileInfo(path).absolutePath());
   newCompareWindow()->comparePlanWithFile(plan_, planPath_, path);
@@ -953,7 +954,8 @@ void MainWindow::savePlanDialog() {
           .filePath(QString::fromStdString(plan_->name.empty() ? std::string("plan") : plan_->name) +
                     ".json");
   const QString path =
-      QFileDialog::getSaveFileName(this, tr("Save Plan"), suggested, tr("ParaProof plans (*.json)"));
+      QFileDialog::getSaveFileName(this, tr("Save Plan"), suggested,
+                                   tr("ParaProof plans (*.json);;Compressed ParaProof plans (*.json.gz)"));
   if (path.isEmpty()) return;
   s.setValue("files/lastDir", QFileInfo(path).absolutePath());
   savePlanInBackground(path);

@@ -42,13 +42,14 @@ int runGenerate(const std::vector<std::string>& argv) {
         << "usage: paraproof generate --model NAME --parallel dp=..,tp=..,pp=..,mb=..[,schedule=gpipe]\n"
            "                          [--layers L] [--seq S] [--batch B] [--inject "
            "BUG[@layer=..,rank=..,mb=..]]\n"
-           "                          [--explicit] -o PLAN.json\n\n"
+           "                          [--explicit] -o PLAN.json[.gz]\n\n"
            "Generates a full training-step plan (forward, loss, backward, grad accumulation, clipping, "
            "AdamW)\n"
            "for a zoo model under the given parallelism, optionally with a catalogued bug injected.\n"
            "The plan is compact: from dp=8 a few data-parallel replicas are written, from mb=4 a few\n"
            "micro-batch copies, and the others are their translates (docs/plan-format.md, \"Replicas\",\n"
-           "\"Micro-batches\"); --explicit writes every device and every copy.\n";
+           "\"Micro-batches\"); --explicit writes every device and every copy. A PLAN.json.gz is written\n"
+           "gzip-compressed (\"Compressed plans\"); every command loads either form.\n";
     return 0;
   }
   auto out = args.get("o") ? args.get("o") : args.get("output");

@@ -10,6 +10,7 @@
 
 #include "core/ir/limits.h"
 #include "core/plan/graph_json.h"
+#include "core/plan/gzip.h"
 #include "core/plan/input_boxes.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/json_text.h"
@@ -297,9 +298,17 @@ Plan loadPlan(const std::string& path) {
     throw PlanError(
         {Diagnostic{path, "plan file is " + std::to_string(bytes) + " bytes, above the limit of " +
                               std::to_string(limits::kMaxPlanFileBytes)}});
-  std::ostringstream text;
-  text << in.rdbuf();
-  return planFromJson(parseJsonText(text.str(), path), path);
+  std::ostringstream read;
+  read << in.rdbuf();
+  std::string text = std::move(read).str();
+  if (isGzip(text)) {
+    try {
+      text = gzipDecompress(text, limits::kMaxPlanFileBytes);
+    } catch (const std::runtime_error& e) {
+      throw PlanError({Diagnostic{path, std::string("compressed plan file: ") + e.what()}});
+    }
+  }
+  return planFromJson(parseJsonText(text, path), path);
 }
 
 Json planToJson(const Plan& plan) {
@@ -340,6 +349,7 @@ Json planToJson(const Plan& plan) {
 void savePlan(const Plan& plan, const std::string& path) {
   namespace fs = std::filesystem;
   std::string text = formatJson(planToJson(plan));
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) text = gzipCompress(text);
   // A temporary in the same directory, so the rename is atomic and readers never see a partial plan.
   std::random_device rd;
   fs::path tmp = fs::path(path).concat(".tmp-" + std::to_string(rd()) + std::to_string(rd()));

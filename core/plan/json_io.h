@@ -13,7 +13,8 @@ namespace paraproof {
 Plan planFromJson(const Json& j, const std::string& source = "<json>");
 Plan loadPlan(const std::string& path);
 Json planToJson(const Plan& plan);
-// Writes atomically (temporary file + rename).
+// Writes atomically (temporary file + rename); a PATH ending in .gz is written gzip-compressed, and loadPlan
+// reads a gzip-compressed file whatever its name (docs/plan-format.md, "Compressed plans").
 void savePlan(const Plan& plan, const std::string& path);
 
 }  // namespace paraproof
