@@ -845,12 +845,11 @@ bool bugIsPerLayer(const std::string& id) {
   return itemFor(id).needs.layer;
 }
 
-Injection injectBug(Plan& plan, const std::string& text) {
+Injection injectBug(Plan& plan, const Generation& generation, const std::string& text) {
   const BugRequest req = parseInjection(text);
   const Item& item = itemFor(req.id);
-  const Json& gen = plan.metadata.at("generator");
-  const ParallelSpec spec = parseParallel(gen.at("parallel").get<std::string>());
-  const int layers = gen.at("layers").get<int>();
+  const ParallelSpec& spec = generation.spec;
+  const int layers = generation.layers;
   const Needs& n = item.needs;
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) throw BadInjection(req.id + " needs " + what + " (try --parallel " + item.entry.parallel + ")");
@@ -863,9 +862,9 @@ Injection injectBug(Plan& plan, const std::string& text) {
   need(spec.zero >= n.zero, "zero >= " + std::to_string(n.zero));
   need(spec.sp || !n.sp, "sp (sequence parallelism)");
   need(spec.ep >= n.ep, "ep >= " + std::to_string(n.ep));
-  if (n.tied && plan.logical.findValue("output.weight") != kNone)
+  if (n.tied && !generation.model.tiedEmbedding)
     throw BadInjection(req.id + " needs a model with tied embedding/output (try --model gpt-tiny)");
-  const bool llama = plan.logical.findOp("layers.0.attention_norm.out") != kNone;
+  const bool llama = generation.transformerBlocks();
   if (n.llama && !llama) throw BadInjection(req.id + " needs a Llama-style model (try --model gpt-tiny)");
 
   Injection inj;
@@ -876,9 +875,8 @@ Injection injectBug(Plan& plan, const std::string& text) {
     throw BadInjection("--inject: mb=" + std::to_string(w.site.microBatch) + " but the plan has " +
                        std::to_string(spec.mb) + " micro-batches");
   if (n.moe) {
-    const models::ModelConfig* m = models::findModel(gen.at("model").get<std::string>());
-    const int firstMoe = m ? m->moe.denseLayers : 0;
-    if (!m || m->moe.routedExperts == 0 || firstMoe >= layers)
+    const int firstMoe = generation.firstMoeLayer();
+    if (firstMoe < 0)
       throw BadInjection(req.id + " needs a MoE layer (try --model " + item.entry.model + ")");
     if (w.site.layer < 0) w.site.layer = firstMoe;
     if (w.site.layer < firstMoe)

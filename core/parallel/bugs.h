@@ -61,9 +61,11 @@ struct Injection {
 // not_equivalent; empty when it says nothing.
 std::string injectedBugNote(const Json& metadata);
 
-// Mutates a plan produced by generatePlan; records the injection in plan.metadata["injected"].
-// Throws BadInjection when the request does not fit the plan, std::invalid_argument when the bug finds no
-// place to apply in it.
-Injection injectBug(Plan& plan, const std::string& text);
+struct Generation;
+
+// Mutates a plan produced by generatePlan, described by `generation`; records the injection in
+// plan.metadata["injected"]. Throws BadInjection when the request does not fit the plan,
+// std::invalid_argument when the bug finds no place to apply in it.
+Injection injectBug(Plan& plan, const Generation& generation, const std::string& text);
 
 }  // namespace paraproof::parallel

@@ -359,13 +359,14 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
     buildProgram(model, shape, ShardContext(d, at), spec.schedule, dev.graph, &dev.lineage);
     plan.devices.push_back(std::move(dev));
   }
+  const Generation generation{model, spec, shape.layers};
   plan.metadata["generator"] = {{"model", model.name},         {"parallel", spec.str()},
                                 {"layers", shape.layers},      {"seq", shape.seq},
                                 {"global_batch", shape.batch}, {"schedule", spec.schedule}};
   std::vector<std::pair<int, std::string>> changedOps;
   if (!options.inject.empty()) {
     try {
-      changedOps = injectBug(plan, options.inject).changedOps;
+      changedOps = injectBug(plan, generation, options.inject).changedOps;
     } catch (const BadInjection&) {
       throw;  // the explicit plan would fail alike
     } catch (const std::exception&) {
@@ -400,6 +401,10 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   if (clean.size() < 2) return explicitPlan();
   plan.replicas = Replicas{"dp", clean[0], clean[1]};
   return plan;
+}
+
+int Generation::firstMoeLayer() const {
+  return model.moe.routedExperts > 0 && model.moe.denseLayers < layers ? model.moe.denseLayers : -1;
 }
 
 BugComparison generateBugComparison(const ModelConfig& model, const ParallelSpec& spec,

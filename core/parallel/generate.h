@@ -31,6 +31,20 @@ struct GenerateOptions {
   bool compact = false;
 };
 
+// What generation knows about a plan it made, as types: the injector (and any other reader) takes it from
+// here instead of re-parsing plan.metadata["generator"] (a record for people and other tools) or probing op
+// names. Value names follow the emitters' rules (docs/models.md, "Value names").
+struct Generation {
+  models::ModelConfig model;
+  ParallelSpec spec;
+  int layers = 0;  // of the plan (GenerateOptions::layers or the model's)
+  // Attention blocks with RMSNorm ("attention_norm", "mlp.w1/w2/w3": Llama, DeepSeek); else the MLP
+  // family's blocks ("mlp.fc1/fc2").
+  bool transformerBlocks() const { return model.family != models::Family::Mlp; }
+  // The first layer with routed experts, or -1 when the plan has none.
+  int firstMoeLayer() const;
+};
+
 // Throws std::invalid_argument for impossible combinations (tp not dividing heads, pp > layers, ...) and
 // unknown or inapplicable bugs.
 Plan generatePlan(const models::ModelConfig& model, const ParallelSpec& spec,
