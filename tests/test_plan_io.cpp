@@ -153,6 +153,33 @@ class TestPlanIo : public QObject {
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"plan.json"});  // no temporary left behind
   }
 
+  // The naming rules (core/plan/value_names.h): names built with them parse back to their copy, chunk and
+  // collective; step-wide names and look-alikes are no copies.
+  void valueNamesParseWhatTheyBuild() {
+    for (int m : {0, 1, 9, 10, 123}) {
+      const std::string name = names::collectiveOutput(
+          "layers.0.mlp.w2.out" + names::microBatchSuffix(m, 200) + names::chunkSuffix(1, 2),
+          names::kAllReduce);
+      QCOMPARE(name, "layers.0.mlp.w2.out#" + std::to_string(m) + "~c1/ar");
+      QCOMPARE(copyTagOf(name).mb, m);
+      QCOMPARE(copyTagOf(name).key, std::string("layers.0.mlp.w2.out#*~c1/ar"));
+      QCOMPARE(names::copyMarker(name), "#" + std::to_string(m));
+      int mb = -2;
+      QCOMPARE(names::withoutCopyMarker(name, &mb), std::string("layers.0.mlp.w2.out~c1/ar"));
+      QCOMPARE(mb, m);
+    }
+    QCOMPARE(names::microBatchSuffix(3, 1), std::string());  // one micro-batch: no copies
+    QCOMPARE(names::chunkSuffix(0, 1), std::string());
+    QCOMPARE(names::taggedBeforeCopyMarker("loss#0", "scaled"), std::string("loss.scaled#0"));
+    QCOMPARE(names::taggedBeforeCopyMarker("adamw.step", "t"), std::string("adamw.step.t"));
+    for (const char* stepWide : {"adamw.step", "odd#name", "x#01", "x#1234567"}) {
+      int mb = -2;
+      QCOMPARE(names::withoutCopyMarker(stepWide, &mb), std::string(stepWide));
+      QCOMPARE(mb, -1);
+      QCOMPARE(names::copyMarker(stepWide), std::string());
+    }
+  }
+
   // A plan written to PATH.gz is gzip-compressed JSON, smaller and loaded back the same; a compressed file
   // is recognised by its content whatever its name.
   void compressedPlansRoundTrip() {

@@ -93,7 +93,7 @@ std::vector<Val> Emitter::allReduceBucket(const std::vector<Val>& xs, const Grou
   std::vector<Layout> outs;
   for (const Val& x : xs) {
     s.inputs.push_back(x.id);
-    s.outputs.push_back(b_.name(x.id) + "/ar");
+    s.outputs.push_back(names::collectiveOutput(b_.name(x.id), names::kAllReduce));
     Layout l = x.lay;
     if (reduce == "sum" && l.parts == g.size())
       l.whole();
@@ -107,13 +107,13 @@ std::vector<Val> Emitter::allReduceBucket(const std::vector<Val>& xs, const Grou
   return emit(s, outs);
 }
 
-Val Emitter::collective(const std::string& kind, const std::string& tag, const Val& x, const Group& g,
+Val Emitter::collective(const std::string& kind, std::string_view tag, const Val& x, const Group& g,
                         Json attrs, const Layout& out, const std::string& scope) {
   if (g.size() <= 1) return x;
   OpSpec s;
   s.kind = kind;
   s.inputs = {x.id};
-  s.outputs = {b_.name(x.id) + "/" + tag};
+  s.outputs = {names::collectiveOutput(b_.name(x.id), tag)};
   s.id = s.outputs.front();
   attrs["group"] = groupJson(g);
   attrs["instance"] = s.id + "@" + g.name;
@@ -123,18 +123,19 @@ Val Emitter::collective(const std::string& kind, const std::string& tag, const V
 }
 
 Val Emitter::allGather(const Val& x, const Group& g, int dim, const Layout& out, const std::string& scope) {
-  return collective("all_gather", "ag", x, g, {{"dim", dim}}, out, scope);
+  return collective("all_gather", names::kAllGather, x, g, {{"dim", dim}}, out, scope);
 }
 
 Val Emitter::reduceScatter(const Val& x, const Group& g, int dim, const std::string& reduce,
                            const Layout& out, const std::string& scope) {
-  return collective("reduce_scatter", "rs", x, g, {{"dim", dim}, {"reduce", reduce}}, out, scope);
+  return collective("reduce_scatter", names::kReduceScatter, x, g, {{"dim", dim}, {"reduce", reduce}}, out,
+                    scope);
 }
 
 Val Emitter::allToAll(const Val& x, const Group& g, int splitDim, int concatDim, const Layout& out,
                       const std::string& scope) {
-  return collective("all_to_all", "a2a", x, g, {{"split_dim", splitDim}, {"concat_dim", concatDim}}, out,
-                    scope);
+  return collective("all_to_all", names::kAllToAll, x, g,
+                    {{"split_dim", splitDim}, {"concat_dim", concatDim}}, out, scope);
 }
 
 void Emitter::send(const Val& x, int self, int peer, const std::string& scope) {

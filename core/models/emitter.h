@@ -29,11 +29,11 @@ class Emitter {
   // Names emitted from now on get the suffix "#m" when the step has more than one micro-batch, then "~c"
   // for sequence chunk c when a device holds more than one (context parallel); m or c < 0: no such suffix.
   void setMicroBatch(int m, int count) {
-    mbSuffix_ = (m >= 0 && count > 1) ? "#" + std::to_string(m) : "";
+    mbSuffix_ = names::microBatchSuffix(m, count);
     suffix_ = mbSuffix_ + chunkSuffix_;
   }
   void setChunk(int c, int count) {
-    chunkSuffix_ = (c >= 0 && count > 1) ? "~c" + std::to_string(c) : "";
+    chunkSuffix_ = names::chunkSuffix(c, count);
     suffix_ = mbSuffix_ + chunkSuffix_;
   }
   const std::string& suffix() const { return suffix_; }
@@ -72,7 +72,7 @@ class Emitter {
   // Emits the op and records each output's layout.
   std::vector<Val> emit(const OpSpec& s, const std::vector<Layout>& outs);
   // A one-input collective over `g`, named "<input>/<tag>"; the identity when the group has one rank.
-  Val collective(const std::string& kind, const std::string& tag, const Val& x, const Group& g, Json attrs,
+  Val collective(const std::string& kind, std::string_view tag, const Val& x, const Group& g, Json attrs,
                  const Layout& out, const std::string& scope);
   std::string uniqueName(const std::string& base) const;
 

@@ -318,8 +318,9 @@ std::vector<Item> buildCatalog() {
       "The vocab-parallel cross-entropy shifts logits by each shard's local maximum instead of the global "
       "one, "
       "so the shards' sums of exponentials are on different scales and the log-partition is wrong.",
-      "Megatron-LM vocab-parallel cross-entropy", {.tp = 2, .layer = false},
-      [](Where& w) { onEveryMember(w, w.mb("loss.local_max") + "/ar", toIdentity); });
+      "Megatron-LM vocab-parallel cross-entropy", {.tp = 2, .layer = false}, [](Where& w) {
+        onEveryMember(w, names::collectiveOutput(w.mb("loss.local_max"), names::kAllReduce), toIdentity);
+      });
 
   add("rw06-positions-offset", "position offsets",
       "One rank's attention uses key positions starting at 1 instead of 0 (an off-by-one chunk offset), so "
@@ -450,7 +451,7 @@ std::vector<Item> buildCatalog() {
         Device& d = w.here();
         const int cp = w.spec.cp;
         for (const char* table : {"rope.cos", "rope.sin", "rope.positions"}) {
-          const std::string id = std::string(table) + "~c1";
+          const std::string id = std::string(table) + names::chunkSuffix(1, w.spec.cp);
           if (d.graph.findOp(id) == kNone)
             throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
                                         " holds no attention layer (choose a rank of a layer stage)");
@@ -478,7 +479,8 @@ std::vector<Item> buildCatalog() {
       [](Where& w) {
         for (const char* name : {"attention.k_rot.grad.half", "attention.v.grad.half"})
           for (int half = 0; half < 2; ++half) {
-            const std::string id = w.microBatch(w.layer(name + std::to_string(half))) + "/rs";
+            const std::string id = names::collectiveOutput(w.microBatch(w.layer(name + std::to_string(half))),
+                                                           names::kReduceScatter);
             if (w.here().graph.findOp(id) == kNone)
               throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
                                           " does not reduce-scatter " + id);
@@ -530,7 +532,7 @@ std::vector<Item> buildCatalog() {
       "permuted expert order) and mixes them with its own gates.",
       moe, {.ep = 2, .moe = true},
       [](Where& w) {
-        const std::string id = w.mb(w.layer("mlp.experts.out")) + "/a2a";
+        const std::string id = names::collectiveOutput(w.mb(w.layer("mlp.experts.out")), names::kAllToAll);
         if (w.here().graph.findOp(id) == kNone)
           throw std::invalid_argument("rank " + std::to_string(w.site.rank) + " has no combine all_to_all " +
                                       id);
@@ -579,7 +581,8 @@ std::vector<Item> buildCatalog() {
       moe, {.dp = 4, .ep = 2, .moe = true, .zero = 1},
       [](Where& w) {
         const std::string id = w.layer("mlp.experts.w1.weight.out/ag");
-        const std::string dispatch = w.mb(w.layer("mlp.experts.in")) + "/a2a";
+        const std::string dispatch =
+            names::collectiveOutput(w.mb(w.layer("mlp.experts.in")), names::kAllToAll);
         if (w.here().graph.findOp(id) == kNone)
           throw std::invalid_argument("rank " + std::to_string(w.site.rank) +
                                       " gathers no expert optimizer shards (needs zero=1 or 2 and an "

@@ -24,10 +24,10 @@ struct Where {
   Injection& out;
 
   // A per-micro-batch value's name at the site; under cp, of the rank's first zig-zag chunk.
-  std::string mb(const std::string& base) const { return microBatch(base) + (spec.cp > 1 ? "~c0" : ""); }
+  std::string mb(const std::string& base) const { return microBatch(base) + names::chunkSuffix(0, spec.cp); }
   // The name of a value made once per micro-batch for both chunks (cp's key/value gradient halves).
   std::string microBatch(const std::string& base) const {
-    return spec.mb > 1 ? base + "#" + std::to_string(site.microBatch) : base;
+    return base + names::microBatchSuffix(site.microBatch, spec.mb);
   }
   std::string layer(const std::string& rest) const {
     return "layers." + std::to_string(site.layer) + "." + rest;

@@ -36,7 +36,7 @@ Op& producerOf(Device& d, const std::string& value) {
 
 // The forward tensor-parallel all-reduce closing the layer's MLP (row-parallel second linear).
 std::string mlpOutputReduce(const Where& w) {
-  return w.mb(w.layer(w.llama ? "mlp.w2.out" : "mlp.fc2.out")) + "/ar";
+  return names::collectiveOutput(w.mb(w.layer(w.llama ? "mlp.w2.out" : "mlp.fc2.out")), names::kAllReduce);
 }
 
 // The data-parallel gradient bucket of the layer (one coalesced all_reduce over the layer's gradients).

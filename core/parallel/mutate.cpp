@@ -604,32 +604,11 @@ std::optional<std::string> keepOldState(Plan& plan, MutationRng& rng) {
          valueName(dev, out) + "' -> input '" + valueName(dev, in) + "' (the step's result dropped)";
 }
 
-
 // ---- coincidences at a folded or reduced size -----------------------------------------------------------
 // The operators below build plans that are wrong at full size but right at some smaller size a checker
 // could use instead (a fold of the replicas or micro-batch copies, a shape reduction): a count replaced by
 // its value at the smaller size, a lineage box that stops moving with its replica or copy, a count taken at
 // run time from the wrong tensor or squared, an integer id narrowed to a smaller vocabulary.
-
-// `name` with `tag` inserted before its micro-batch marker ("loss#0" -> "loss.tag#0"), so that a new op or
-// value belongs to the copy of the op it feeds (docs/plan-format.md, "Micro-batches").
-std::string tagged(const std::string& name, const std::string& tag) {
-  const size_t h = name.rfind('#');
-  if (h != std::string::npos && h + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[h + 1])))
-    return name.substr(0, h) + "." + tag + name.substr(h);
-  return name + "." + tag;
-}
-
-// The micro-batch marker of a name ("#3" of "x#3~1"), empty for a step-wide name.
-std::string copyMarker(const std::string& name) {
-  const size_t h = name.rfind('#');
-  if (h == std::string::npos || h + 1 >= name.size() || !std::isdigit(static_cast<unsigned char>(name[h + 1])))
-    return "";
-  size_t e = h + 1;
-  while (e < name.size() && std::isdigit(static_cast<unsigned char>(name[e])))
-    ++e;
-  return name.substr(h, e - h);
-}
 
 NewOp asNewOp(const Device& dev, const Op& op) {
   NewOp n;
@@ -648,7 +627,7 @@ NewOp asNewOp(const Device& dev, const Op& op) {
 NewOp newOp(const Op& site, const std::string& tag, const std::string& kind, std::vector<std::string> inputs,
             Json attrs = Json::object()) {
   NewOp n;
-  n.id = tagged(site.id, tag);
+  n.id = names::taggedBeforeCopyMarker(site.id, tag);
   n.kind = kind;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
@@ -679,7 +658,7 @@ std::vector<int> lineOf(const Plan& plan, int d) {
 
 // `name` moved from micro-batch copy `from` to copy `to` ("x#0~1" -> "x#1~1"); other names unchanged.
 std::string inCopy(const std::string& name, const std::string& from, const std::string& to) {
-  if (from.empty() || copyMarker(name) != from) return name;
+  if (from.empty() || names::copyMarker(name) != from) return name;
   const size_t h = name.rfind(from);
   return name.substr(0, h) + to + name.substr(h + from.size());
 }
@@ -689,7 +668,7 @@ std::string inCopy(const std::string& name, const std::string& from, const std::
 // translates of the pair, which must stay translates of each other).
 void insertBefore(Plan& plan, int d, const std::string& opId, const std::vector<NewOp>& before, size_t slot,
                   const std::string& input) {
-  const std::string marker = copyMarker(opId);
+  const std::string marker = names::copyMarker(opId);
   std::vector<std::string> copies{marker};
   if (plan.microbatches && !marker.empty()) {
     const std::string a = "#" + std::to_string(plan.microbatches->from),
@@ -736,22 +715,23 @@ int64_t microBatchCount(const Plan& plan, const Device& dev) {
   if (plan.microbatches) return plan.microbatches->count;
   int64_t n = 0;
   for (const Op& op : dev.graph.ops)
-    if (std::string m = copyMarker(op.id); !m.empty()) n = std::max<int64_t>(n, std::stoll(m.substr(1)) + 1);
+    if (std::string m = names::copyMarker(op.id); !m.empty())
+      n = std::max<int64_t>(n, std::stoll(m.substr(1)) + 1);
   return n;
 }
 
 // The last add of a gradient-accumulation chain on a device: it reads a copy ("g#k") and its (step-wide)
 // result is read by no add that reads another copy.
 bool isChainEnd(const Device& dev, const Op& op) {
-  if (op.kind != "add" || op.outputs.size() != 1 || !copyMarker(valueName(dev, op.outputs[0])).empty())
+  if (op.kind != "add" || op.outputs.size() != 1 || !names::copyMarker(valueName(dev, op.outputs[0])).empty())
     return false;
   if (std::none_of(op.inputs.begin(), op.inputs.end(),
-                   [&](ValueId v) { return !copyMarker(valueName(dev, v)).empty(); }))
+                   [&](ValueId v) { return !names::copyMarker(valueName(dev, v)).empty(); }))
     return false;
   for (const Op& other : dev.graph.ops)
     if (other.kind == "add" && std::count(other.inputs.begin(), other.inputs.end(), op.outputs[0]) &&
         std::any_of(other.inputs.begin(), other.inputs.end(),
-                    [&](ValueId v) { return !copyMarker(valueName(dev, v)).empty(); }))
+                    [&](ValueId v) { return !names::copyMarker(valueName(dev, v)).empty(); }))
       return false;
   return true;
 }
@@ -765,21 +745,21 @@ std::optional<std::string> foldCountConstant(Plan& plan, MutationRng& rng) {
   };
   std::vector<Site> sites;
   for (const OpSite& s : collectiveInstances(plan, [](const Device&, const Op& op) {
-         return (op.kind == "all_reduce" || op.kind == "reduce_scatter") && op.attrs.at("group").size() >= 2 &&
+         return (op.kind == "all_reduce" || op.kind == "reduce_scatter") &&
+                op.attrs.at("group").size() >= 2 &&
                 (op.attrs.value("reduce", "") == "sum" || op.attrs.value("reduce", "") == "avg");
        }))
     sites.push_back({s, true});
-  for (const OpSite& s : allOps(plan, [&](const Device& dev, const Op& op) {
+  for (const OpSite& s : allOps(plan, [&](const Device&dev, const Op&op) {
          return isChainEnd(dev, op) && microBatchCount(plan, dev) >= 2;
        }))
     sites.push_back({s, false});
   if (sites.empty()) return std::nullopt;
   const Site& s = pickSpread(rng, sites, [&](const Site& a) {
-    return a.collective ? kindAt(plan, a.at) + "." + std::to_string(plan.devices[a.at.device]
-                                                                        .graph.ops[a.at.op]
-                                                                        .attrs.at("group")
-                                                                        .size())
-                        : std::string("accumulation");
+    return a.collective
+               ? kindAt(plan, a.at) + "." +
+                     std::to_string(plan.devices[a.at.device].graph.ops[a.at.op].attrs.at("group").size())
+               : std::string("accumulation");
   });
   const std::string label = where(plan, s.at);
   if (s.collective) {
@@ -803,9 +783,9 @@ std::optional<std::string> foldCountConstant(Plan& plan, MutationRng& rng) {
       std::vector<NewOp> repl;
       for (std::string& out : coll.outputs) {
         const std::string name = out;
-        out = tagged(name, wasSum ? "avg" : "sum");
+        out = names::taggedBeforeCopyMarker(name, wasSum ? "avg" : "sum");
         NewOp sc;
-        sc.id = tagged(name, "count");
+        sc.id = names::taggedBeforeCopyMarker(name, "count");
         sc.kind = "scale";
         sc.inputs = {out};
         sc.attrs = {{"factor", factor}};
@@ -829,7 +809,7 @@ std::optional<std::string> foldCountConstant(Plan& plan, MutationRng& rng) {
     Device& d = plan.devices[e];
     if (d.graph.findOp(op.id) == kNone) continue;
     NewOp add = asNewOp(d, d.graph.ops[d.graph.findOp(op.id)]);
-    add.outputs = {tagged(out, "sum")};
+    add.outputs = {names::taggedBeforeCopyMarker(out, "sum")};
     NewOp sc = newOp(op, "count", "scale", {add.outputs[0]},
                      {{"factor", static_cast<double>(m) / static_cast<double>(n)}});
     sc.outputs = {out};
@@ -872,7 +852,7 @@ std::optional<std::string> pinLineageBox(Plan& plan, MutationRng& rng) {
   auto isTemplate = [&](const Site& s) {
     const Device& dev = plan.devices[s.device];
     if (plan.microbatches) {
-      const std::string m = copyMarker(valueName(dev, s.value));
+      const std::string m = names::copyMarker(valueName(dev, s.value));
       if (m == "#" + std::to_string(plan.microbatches->from) ||
           m == "#" + std::to_string(plan.microbatches->from + 1))
         return true;
@@ -887,9 +867,8 @@ std::optional<std::string> pinLineageBox(Plan& plan, MutationRng& rng) {
   };
   std::erase_if(sites, [&](const Site& s) { return isTemplate(s) || others(s).empty(); });
   if (sites.empty()) return std::nullopt;
-  const Site& s = pickSpread(rng, sites, [&](const Site& a) {
-    return plan.devices[a.device].lineage.at(a.value).tensor;
-  });
+  const Site& s = pickSpread(
+      rng, sites, [&](const Site& a) { return plan.devices[a.device].lineage.at(a.value).tensor; });
   const std::vector<Box> to = others(s);
   Device& dev = plan.devices[s.device];
   Lineage& lin = dev.lineage.at(s.value);
@@ -913,8 +892,9 @@ struct DivisorSite {
 
 std::vector<DivisorSite> divisorSites(const Plan& plan) {
   std::vector<DivisorSite> out;
-  for (const OpSite& s : allOps(plan, [](const Device& dev, const Op& op) {
-         return (op.kind == "div" && op.inputs.size() == 2 && isScalarFloat(dev.graph.values[op.inputs[1]])) ||
+  for (const OpSite& s : allOps(plan, [](const Device&dev, const Op&op) {
+         return (op.kind == "div" && op.inputs.size() == 2 &&
+                 isScalarFloat(dev.graph.values[op.inputs[1]])) ||
                 (op.kind == "reciprocal" && isScalarFloat(dev.graph.values[op.inputs[0]]));
        })) {
     const Op& op = plan.devices[s.device].graph.ops[s.op];
@@ -931,20 +911,19 @@ std::optional<std::string> countOfOtherTensor(Plan& plan, MutationRng& rng) {
     const DivisorSite& s = pickSpread(rng, sites, [&](const DivisorSite& a) { return kindAt(plan, a.at); });
     Device& dev = plan.devices[s.at.device];
     const Op op = dev.graph.ops[s.at.op];
-    const std::string marker = copyMarker(op.id);
+    const std::string marker = names::copyMarker(op.id);
     std::vector<ValueId> candidates;
     for (ValueId v = 0; v < static_cast<ValueId>(dev.graph.values.size()); ++v) {
       const Value& val = dev.graph.values[v];
       if (val.producer >= s.at.op && val.producer != kNone) continue;
       if (val.type.shape.empty() || numElements(val.type.shape) < 2 || isInteger(val.type.dtype) ||
-          val.type.dtype == DType::Bool || copyMarker(val.name) != marker)
+          val.type.dtype == DType::Bool || names::copyMarker(val.name) != marker)
         continue;
       candidates.push_back(v);
     }
     if (candidates.empty()) continue;
-    const ValueId y = pickSpread(rng, candidates, [&](ValueId v) {
-      return shapeString(dev.graph.values[v].type.shape);
-    });
+    const ValueId y =
+        pickSpread(rng, candidates, [&](ValueId v) { return shapeString(dev.graph.values[v].type.shape); });
     const std::string yName = valueName(dev, y), old = valueName(dev, op.inputs[s.slot]);
     const Shape yShape = dev.graph.values[y].type.shape;
     const NewOp zero = newOp(op, "other_zero", "scale", {yName}, {{"factor", 0.0}});
@@ -952,8 +931,8 @@ std::optional<std::string> countOfOtherTensor(Plan& plan, MutationRng& rng) {
     const NewOp count = newOp(op, "other_count", "sum", {one.outputs[0]});
     const std::string label = opLabel(plan, s.at.device, s.at.op);
     insertBefore(plan, s.at.device, op.id, {zero, one, count}, s.slot, count.outputs[0]);
-    return label + ": count '" + old + "' -> sum(" + yName + " * 0 + 1) = " +
-           std::to_string(numElements(yShape)) + " (" + shapeString(yShape) + ")";
+    return label + ": count '" + old + "' -> sum(" + yName +
+           " * 0 + 1) = " + std::to_string(numElements(yShape)) + " (" + shapeString(yShape) + ")";
   }
   return std::nullopt;
 }
@@ -974,7 +953,7 @@ std::vector<int> widestGroup(const Device& dev) {
 std::vector<int> statedCopies(const Device& dev) {
   std::set<int> js;
   for (const Op& op : dev.graph.ops)
-    if (std::string m = copyMarker(op.id); !m.empty()) js.insert(std::stoi(m.substr(1)));
+    if (std::string m = names::copyMarker(op.id); !m.empty()) js.insert(std::stoi(m.substr(1)));
   return {js.begin(), js.end()};
 }
 
@@ -1064,8 +1043,8 @@ std::optional<std::string> countSquared(Plan& plan, MutationRng& rng) {
     replaceOp(dev, dev.graph.ops.front().id, {ones, ar, asNewOp(dev, dev.graph.ops.front())});
   }
   const NewOp sq = newOp(op, "count_sq", "mul", {"mutant.member_count", "mutant.member_count"});
-  const NewOp k = newOp(op, "count_sq_over_m2", "scale", {sq.outputs[0]},
-                        {{"factor", 1.0 / static_cast<double>(m * m)}});
+  const NewOp k =
+      newOp(op, "count_sq_over_m2", "scale", {sq.outputs[0]}, {{"factor", 1.0 / static_cast<double>(m * m)}});
   const NewOp div = newOp(op, "count_sq_divisor", "mul", {old, k.outputs[0]});
   insertBefore(plan, s.at.device, op.id, {sq, k, div}, s.slot, div.outputs[0]);
   return label + ": count '" + old + "' -> '" + old + "' * c^2 / " + std::to_string(m * m) +
@@ -1111,7 +1090,8 @@ bool sameProgram(const Device& a, const Device& b) {
     return false;
   for (size_t o = 0; o < a.graph.ops.size(); ++o) {
     const Op &x = a.graph.ops[o], &y = b.graph.ops[o];
-    if (x.id != y.id || x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs || x.attrs != y.attrs)
+    if (x.id != y.id || x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs ||
+        x.attrs != y.attrs)
       return false;
   }
   return true;
@@ -1160,8 +1140,8 @@ bool alignStatedReplicas(const Plan& before, Plan& after) {
       (sameProgram(before.devices[e], after.devices[e]) ? same : changed).push_back(e);
     if (changed.empty() || same.empty()) continue;
     for (int e : same)
-      after.devices[e] = retarget(before.devices[changed.front()], after.devices[changed.front()],
-                                  before.devices[e]);
+      after.devices[e] =
+          retarget(before.devices[changed.front()], after.devices[changed.front()], before.devices[e]);
     aligned = true;
   }
   return aligned;

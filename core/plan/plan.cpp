@@ -2,17 +2,6 @@
 
 namespace paraproof {
 
-CopyTag copyTagOf(const std::string& s) {
-  const size_t h = s.rfind('#');
-  if (h == std::string::npos) return {-1, s};
-  size_t e = h + 1;
-  while (e < s.size() && e - h <= 6 && s[e] >= '0' && s[e] <= '9')
-    ++e;
-  const bool digits = e > h + 1 && (e == h + 2 || s[h + 1] != '0');  // no leading zeros
-  if (!digits || (e < s.size() && s[e] >= '0' && s[e] <= '9')) return {-1, s};
-  return {std::stoi(s.substr(h + 1, e - h - 1)), s.substr(0, h) + "#*" + s.substr(e)};
-}
-
 Shape Box::extent() const {
   Shape s;
   s.reserve(ranges.size());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/ir/ir.h"
+#include "core/plan/value_names.h"
 
 namespace paraproof {
 
@@ -82,15 +83,6 @@ struct Plan {
   const Device* deviceByRank(int rank) const;
   int deviceIndex(int rank) const;  // kNone if absent
 };
-
-// Micro-batch copies are named "base#j" or "base#j<rest>" (rest starting with a non-digit: the chunk suffix
-// "~c", "/ar"); `key` is the name with "#j" replaced by "#*", shared by every copy. mb is -1 for a name of no
-// copy (step-wide: parameters, accumulated gradients, the optimizer). docs/plan-format.md, "Micro-batches".
-struct CopyTag {
-  int mb = -1;
-  std::string key;
-};
-CopyTag copyTagOf(const std::string& name);
 
 // Collective and point-to-point op kinds, whose semantics span several devices.
 bool isCollective(const std::string& kind);  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast

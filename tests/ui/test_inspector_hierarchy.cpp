@@ -92,13 +92,14 @@ class TestInspectorHierarchy : public QObject {
 
   void microBatchNamesAreRecognised() {
     int mb = 0;
-    QCOMPARE(withoutMicroBatch("layers.0.mlp.w2.out#1/ar", &mb), std::string("layers.0.mlp.w2.out/ar"));
+    QCOMPARE(names::withoutCopyMarker("layers.0.mlp.w2.out#1/ar", &mb),
+             std::string("layers.0.mlp.w2.out/ar"));
     QCOMPARE(mb, 1);
-    QCOMPARE(withoutMicroBatch("tokens#12", &mb), std::string("tokens"));
+    QCOMPARE(names::withoutCopyMarker("tokens#12", &mb), std::string("tokens"));
     QCOMPARE(mb, 12);
-    QCOMPARE(withoutMicroBatch("adamw.step", &mb), std::string("adamw.step"));
+    QCOMPARE(names::withoutCopyMarker("adamw.step", &mb), std::string("adamw.step"));
     QCOMPARE(mb, -1);
-    QCOMPARE(withoutMicroBatch("odd#name", &mb), std::string("odd#name"));
+    QCOMPARE(names::withoutCopyMarker("odd#name", &mb), std::string("odd#name"));
     QCOMPARE(mb, -1);
   }
 

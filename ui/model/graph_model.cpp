@@ -43,30 +43,13 @@ bool coordValid(const Plan& plan, const Device& d) {
   return d.coord.size() == plan.mesh.axes.size();
 }
 
-}  // namespace
-
-std::string withoutMicroBatch(const std::string& name, int* microBatch) {
-  if (microBatch) *microBatch = -1;
-  for (size_t hash = name.find('#'); hash != std::string::npos; hash = name.find('#', hash + 1)) {
-    size_t end = hash + 1;
-    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])))
-      ++end;
-    if (end == hash + 1) continue;  // '#' not followed by a number
-    if (microBatch) *microBatch = std::stoi(name.substr(hash + 1, end - hash - 1));
-    return name.substr(0, hash) + name.substr(end);
-  }
-  return name;
-}
-
-namespace {
-
 // What must agree for two micro-batch copies of an op to be shown as one node: kind, attributes (names
 // inside them without their "#m") and the types of its values. Copies that differ (an eps changed in one
 // micro-batch) are shown apart, never folded into "the same op".
 std::string copySignature(const Graph& g, const Op& op) {
   Json attrs = op.attrs;
   for (auto& [key, value] : attrs.items())
-    if (value.is_string()) value = withoutMicroBatch(value.get<std::string>());
+    if (value.is_string()) value = names::withoutCopyMarker(value.get<std::string>());
   std::string sig = op.kind + '\x1f' + attrs.dump();
   for (const auto* values : {&op.inputs, &op.outputs})
     for (ValueId v : *values)
@@ -124,7 +107,7 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
   std::unordered_map<std::string, int> elementOfBase;
   std::vector<int> folded;  // leaves standing for more than one micro-batch
   auto foldKey = [&](const std::string& name, const Op* op, int* mb) {
-    std::string key = withoutMicroBatch(name, mb);
+    std::string key = names::withoutCopyMarker(name, mb);
     return op ? key + '\x1e' + copySignature(g, *op) : key;
   };
   auto foldedInto = [&](const std::string& name, const Op* op = nullptr) {
@@ -193,7 +176,7 @@ void GraphModel::addGraph(int parent, int device, const Graph& g, bool foldMicro
     }
   for (int leaf : folded) {
     HierarchyNode& n = nodes_[leaf];
-    n.label = withoutMicroBatch(n.label) + "  \u00d7" + std::to_string(n.microBatches) + " mb";
+    n.label = names::withoutCopyMarker(n.label) + "  \u00d7" + std::to_string(n.microBatches) + " mb";
   }
 }
 

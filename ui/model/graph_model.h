@@ -44,9 +44,6 @@ struct ParallelSelection {
   bool foldMicroBatches = true;
 };
 
-// "layers.0.mlp.w2.out#1/ar" -> "layers.0.mlp.w2.out/ar"; `microBatch` receives 1 (-1 without a suffix).
-std::string withoutMicroBatch(const std::string& name, int* microBatch = nullptr);
-
 struct VisibleGraph {
   struct Edge {
     int from = 0, to = 0;  // hierarchy nodes

@@ -14,7 +14,7 @@ namespace {
 std::string typeText(const Graph& g, ValueId v) {
   if (v < 0 || v >= static_cast<ValueId>(g.values.size())) return "?";
   const Value& val = g.values[v];
-  return withoutMicroBatch(val.name) + " : " + dtypeName(val.type.dtype) + shapeString(val.type.shape);
+  return names::withoutCopyMarker(val.name) + " : " + dtypeName(val.type.dtype) + shapeString(val.type.shape);
 }
 
 // A collective's members as the same program sees them on every member: offsets from the first member
@@ -46,7 +46,7 @@ std::string attrText(const std::string& key, const Json& value, int rank) {
     const int64_t d = value.get<int64_t>() - rank;
     return "rank " + std::string(d >= 0 ? "+" : "") + std::to_string(d);
   }
-  if (value.is_string()) return withoutMicroBatch(value.get<std::string>());
+  if (value.is_string()) return names::withoutCopyMarker(value.get<std::string>());
   return value.dump();
 }
 
@@ -54,7 +54,7 @@ std::string lineageText(const Device& dev, ValueId v) {
   auto it = dev.lineage.find(v);
   if (it == dev.lineage.end()) return "(none)";
   const Lineage& l = it->second;
-  std::string out = withoutMicroBatch(l.tensor);
+  std::string out = names::withoutCopyMarker(l.tensor);
   if (l.parts > 1) out += ", a partial sum of " + std::to_string(l.parts);
   return out;
 }
@@ -103,14 +103,14 @@ int OpVariants::instanceCount() const {
 
 OpVariants opVariants(const Plan& plan, const std::string& opId) {
   OpVariants out;
-  out.name = withoutMicroBatch(opId);
+  out.name = names::withoutCopyMarker(opId);
   std::vector<std::pair<OpInstance, std::map<Row, std::string>>> found;
   for (size_t d = 0; d < plan.devices.size(); ++d) {
     const Device& dev = plan.devices[d];
     for (size_t o = 0; o < dev.graph.ops.size(); ++o) {
       const Op& op = dev.graph.ops[o];
       int mb = -1;
-      if (withoutMicroBatch(op.id, &mb) != out.name) continue;
+      if (names::withoutCopyMarker(op.id, &mb) != out.name) continue;
       found.push_back({{static_cast<int>(d), static_cast<OpId>(o), mb}, properties(dev, op)});
     }
   }
