@@ -172,7 +172,9 @@ class Converter:
                 pre, dtype = self.preconditions[name]
                 self.values[n] = pre.emit(self, name, dtype)
             self.memory.fresh(n)
-        _Record(self.gm).run(*self.input_examples)
+        # On copies: a step that updates its inputs in place (opt.step() on the parameters) must not change
+        # the examples the self-check evaluates the mapped graph on.
+        _Record(self.gm).run(*[x.clone() for x in self.input_examples])
         out_node = None
         for n in self.gm.graph.nodes:
             if n.op == "placeholder":
@@ -400,9 +402,33 @@ def _minimum(c, n, a, full):
     return c.emit("minimum", [a[0], a[1]])
 
 
+def _producer(c, name):
+    for op in reversed(c.ops):
+        if name in op["outputs"]:
+            return op
+    return None
+
+
+def _sqrt_of_squares(c, name):
+    """The y of `name` = sqrt(y) with y a sum of squares (so y >= 0 and sqrt(y)^2 = y), else None: the 2-norm
+    squared (`torch.norm(g) ** 2` of gradient clipping) is then y itself, which the proof can relate to a
+    sum of parts (sqrt is uninterpreted there: sqrt(y)^2 = y is not derivable)."""
+    op = _producer(c, name)
+    if op is None or op["op"] != "sqrt":
+        return None
+    y = op["inputs"][0]
+    inner = _producer(c, y)
+    if inner is not None and inner["op"] == "sum":
+        inner = _producer(c, inner["inputs"][0])
+    return y if inner is not None and inner["op"] == "square" else None
+
+
 @handles("aten.pow.Tensor_Scalar")
 def _pow(c, n, a, full):
     if a[1] == 2:
+        y = _sqrt_of_squares(c, a[0])
+        if y is not None:
+            return y
         return c.emit("square", [a[0]])
     if a[1] == 1:
         return a[0]
@@ -520,12 +546,69 @@ def _slice(c, x, shape, dim, start, end):
     return c.emit("slice", [x], {"dim": dim, "start": start, "end": end})
 
 
+def _bounds(size, start, end):
+    start = 0 if start is None else (start + size if start < 0 else start)
+    end = size if end is None else (end + size if end < 0 else end)
+    return max(0, min(start, size)), max(0, min(end, size))
+
+
+def strided_read(c, x, shape, dim, start, end, step, dtype):
+    """x[start:end:step] along dim: the slice padded to a multiple of step, viewed as [m, step] along dim, its
+    first column (exact data movement)."""
+    shape = list(shape)
+    x = _slice(c, x, shape, dim, start, end)
+    length = end - start
+    m = -(-length // step)
+    if m == 0:
+        raise _Unsupported("an empty strided slice")
+    shape[dim] = length
+    if m * step > length:
+        s = list(shape)
+        s[dim] = m * step - length
+        x = c.emit("concat", [x, c.const(s, 0.0, dtype)], {"dim": dim})
+    grid = shape[:dim] + [m, step] + shape[dim + 1:]
+    x = c.reshape(x, shape[:dim] + [m * step] + shape[dim + 1:], grid)
+    x = c.emit("slice", [x], {"dim": dim + 1, "start": 0, "end": 1})
+    col = shape[:dim] + [m, 1] + shape[dim + 1:]
+    return c.reshape(x, col, shape[:dim] + [m] + shape[dim + 1:])
+
+
+def strided_place(c, g, sizes, dim, start, end, step, dtype, fill=0.0):
+    """A tensor of `sizes` holding g ([.., m, ..] along dim) at start, start + step, ... < end, `fill` elsewhere
+    (the backward of a strided slice, and where a write through one lands)."""
+    sizes = list(sizes)
+    length = end - start
+    m = -(-length // step)
+    col = sizes[:dim] + [m, 1] + sizes[dim + 1:]
+    x = c.reshape(g, sizes[:dim] + [m] + sizes[dim + 1:], col)
+    if step > 1:
+        rest = sizes[:dim] + [m, step - 1] + sizes[dim + 1:]
+        x = c.emit("concat", [x, c.const(rest, fill, dtype)], {"dim": dim + 1})
+    x = c.reshape(x, sizes[:dim] + [m, step] + sizes[dim + 1:], sizes[:dim] + [m * step] + sizes[dim + 1:])
+    if m * step > length:
+        x = c.emit("slice", [x], {"dim": dim, "start": 0, "end": length})
+    pieces = []
+    if start > 0:
+        s = list(sizes)
+        s[dim] = start
+        pieces.append(c.const(s, fill, dtype))
+    pieces.append(x)
+    if end < sizes[dim]:
+        s = list(sizes)
+        s[dim] = sizes[dim] - end
+        pieces.append(c.const(s, fill, dtype))
+    return pieces[0] if len(pieces) == 1 else c.emit("concat", pieces, {"dim": dim})
+
+
 @handles("aten.slice.Tensor")
 def _slice_h(c, n, a, full):
     shape = in_shape(n.args[0])
-    if a[4] not in (None, 1):
-        raise _Unsupported(f"'{full}' with step {a[4]} (strided slices)")
-    return _slice(c, a[0], shape, _norm_dim(a[1], len(shape)), a[2], a[3])
+    dim = _norm_dim(a[1], len(shape))
+    step = 1 if a[4] is None else a[4]
+    if step != 1:
+        start, end = _bounds(shape[dim], a[2], a[3])
+        return strided_read(c, a[0], shape, dim, start, end, step, DTYPES[c.meta(n).dtype])
+    return _slice(c, a[0], shape, dim, a[2], a[3])
 
 
 @handles("aten.narrow")
@@ -792,30 +875,79 @@ def _nll_check(full, a, shape):
         raise _Unsupported(f"'{full}' on a {len(shape)}-d input (flatten to [tokens, classes])")
 
 
+_MOVES = {"identity", "reshape", "transpose", "slice", "broadcast_to", "concat", "split"}
+
+
+def _moved_input(c, name):
+    """Whether the value `name` holds only elements of the graph's inputs (a chain of data movement from them)."""
+    producers = {o: op for op in c.ops for o in op["outputs"]}
+    todo, seen = [name], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in c.input_names and v not in c.preconditions:
+            continue
+        op = producers.get(v)
+        if op is None or op["op"] not in _MOVES:
+            return False
+        todo.extend(op["inputs"])
+    return True
+
+
+def _nll_valid(c, n, target, V, ignore_index, dtype):
+    """The one-hot of the targets with ignored rows zero, and the per-row weight in dtype (1 kept, 0 ignored;
+    None: every row kept). torch requires every target to be a class in [0, V) or ignore_index."""
+    oh = c.emit("one_hot", [target], {"num_classes": V, "dtype": dtype})
+    if ignore_index is None:
+        return oh, None
+    outside = not 0 <= ignore_index < V
+    if outside and _moved_input(c, target):
+        # Targets that are an input's values (moved, not computed) are classes of the model in the proof
+        # (docs/soundness.md, "Integer values"), so none is ignored there: the mean divides by N.
+        return oh, None
+    keep = c.emit("compare", [target, c.const([], ignore_index, "i64")], {"cmp": "ne"})
+    keep = c.emit("cast", [keep], {"dtype": dtype})
+    if outside:  # an ignored row's one-hot is zero already
+        return oh, keep
+    return c.emit("mul", [oh, c.reshape(keep, [n], [n, 1])]), keep
+
+
 @handles("aten.nll_loss_forward")
 def _nll(c, n, a, full):
+    # (self [N, V] log-probabilities, target [N], weight, reduction, ignore_index) -> (loss, total_weight):
+    # -sum of the picked entries over the kept rows; the mean divides by the kept rows' count (torch's
+    # total_weight), not by N: F.cross_entropy(..., ignore_index=-100) with padded labels.
     shape = in_shape(n.args[0])
     _nll_check(full, a, shape)
     N, V = shape
-    oh = c.emit("one_hot", [a[1]], {"num_classes": V, "dtype": DTYPES[n.args[0].meta["val"].dtype]})
+    dt = DTYPES[n.args[0].meta["val"].dtype]
+    oh, keep = _nll_valid(c, N, a[1], V, a[4], dt)
     picked = c.emit("mul", [a[0], oh])
     red = a[3]
+    total = c.const([], float(N)) if keep is None else c.emit("sum", [keep], {"dims": [0]})
     if red == 0:  # none
         s = c.emit("sum", [picked], {"dims": [1]})
         loss = c.emit("neg", [s])
+    elif red == 2 or keep is not None:
+        s = c.emit("sum", [picked], {"dims": [0, 1]})
+        loss = c.emit("neg", [s]) if red == 2 else c.emit("div", [c.emit("neg", [s]), total])
     else:
         s = c.emit("sum", [picked], {"dims": [0, 1]})
-        loss = c.emit("neg", [s]) if red == 2 else c.emit("div_scalar", [s], {"divisor": -float(N)})
-    total = c.const([], float(N))
+        loss = c.emit("div_scalar", [s], {"divisor": -float(N)})
     return [loss, total]
 
 
 @handles("aten.nll_loss_backward")
 def _nll_bw(c, n, a, full):
+    # (grad, self, target, weight, reduction, ignore_index, total_weight): -grad at the kept rows' targets,
+    # divided by total_weight for the mean.
     shape = in_shape(n.args[1])
     _nll_check(full, [None, None, a[3]], shape)
     N, V = shape
-    oh = c.emit("one_hot", [a[2]], {"num_classes": V, "dtype": DTYPES[n.args[1].meta["val"].dtype]})
+    dt = DTYPES[n.args[1].meta["val"].dtype]
+    oh, keep = _nll_valid(c, N, a[2], V, a[5], dt)
     g = a[0]
     if a[4] == 0:
         g = c.reshape(g, [N], [N, 1])
@@ -823,8 +955,11 @@ def _nll_bw(c, n, a, full):
     else:
         g = c.bcast(g, in_shape(n.args[0]), [N, V])
     d = c.emit("mul", [oh, g])
-    return c.emit("scale", [d], {"factor": -1.0}) if a[4] != 1 else c.emit("div_scalar", [d],
-                                                                             {"divisor": -float(N)})
+    if a[4] != 1:
+        return c.emit("scale", [d], {"factor": -1.0})
+    if keep is None:
+        return c.emit("div_scalar", [d], {"divisor": -float(N)})
+    return c.emit("div", [c.emit("neg", [d]), c.bcast(a[6], in_shape(n.args[6]), [N, V])])
 
 
 # ---- collectives (paraproof.* custom ops, from _dist) ----
@@ -885,6 +1020,33 @@ def prune(ops, roots):
     return keep
 
 
+# Ops whose result is not a function of their inputs and attributes alone (the communication pairs by
+# instance, which differs anyway) or that name a graph output: never merged.
+_NO_CSE = {"identity", "send", "recv"}
+
+
+def cse(ops):
+    """Merges ops that compute the same value twice (same kind, inputs and attributes: `y - t` in mse_loss's
+    forward and again in its backward, the mean of `var` and of `std`, a causal mask built per layer). Every op
+    is a pure function, so the merge is exact; it keeps the cut-point search from tying a device value to one
+    copy while the logical consumers read the other (docs/torch-import.md, "Cut points")."""
+    import json
+    rename, seen, out = {}, {}, []
+    for op in ops:
+        op["inputs"] = [rename.get(i, i) for i in op["inputs"]]
+        if op["op"] not in _NO_CSE and not op.get("_root") and op["outputs"]:
+            key = (op["op"], tuple(op["inputs"]), json.dumps(op.get("attrs"), sort_keys=True),
+                   len(op["outputs"]))
+            first = seen.get(key)
+            if first is not None:
+                for o, f in zip(op["outputs"], first["outputs"]):
+                    rename[o] = f
+                continue
+            seen[key] = op
+        out.append(op)
+    return out
+
+
 def check_poison(c, value, what):
     if isinstance(value, Poison):
         raise ImportTorchError(f"{value.message} (needed by {what})")
@@ -909,12 +1071,9 @@ def _pad_along(c, g, sizes, dim, start, end, dtype):
 def _slice_backward(c, n, a, full):
     sizes = list(a[1])
     dim = _norm_dim(a[2], len(sizes))
+    start, end = _bounds(sizes[dim], a[3], a[4])
     if a[5] not in (None, 1):
-        raise _Unsupported(f"'{full}' with step {a[5]} (strided slices)")
-    size = sizes[dim]
-    start = a[3] + size if a[3] < 0 else a[3]
-    end = a[4] + size if a[4] < 0 else a[4]
-    start, end = max(0, min(start, size)), max(0, min(end, size))
+        return strided_place(c, a[0], sizes, dim, start, end, a[5], DTYPES[c.meta(n).dtype])
     return _pad_along(c, a[0], sizes, dim, start, end, DTYPES[c.meta(n).dtype])
 
 
@@ -930,4 +1089,4 @@ def _select_backward(c, n, a, full):
 
 
 # Handlers of masks and indexing live beside this module; importing them registers them.
-from . import _masks, _indexing  # noqa: E402,F401  (after HANDLERS exists)
+from . import _masks, _indexing, _nn  # noqa: E402,F401  (after HANDLERS exists)

@@ -44,6 +44,13 @@ def _informative(v):
     return v.numel() > 0 and torch.unique(v).numel() >= min(4, v.numel())
 
 
+def _constant(v, v2):
+    # The same on two random inputs: a value of the step's constants alone (a loss scale's backward `1 / micro
+    # / world`). A logical cut value is free in its stage's proof, so tying a device constant to a logical one
+    # of equal value by chance (0.5 = 1/2/1 = 1/1/2) makes a stage unprovable; constants stay in their stage.
+    return v2 is not None and v.shape == v2.shape and torch.equal(v, v2)
+
+
 def _run(plan, seed):
     lin_inputs, dev_inputs = random_inputs(plan, seed)
     return (evaluate(plan["logical"], lin_inputs, everything=True),
@@ -61,8 +68,9 @@ def infer(plan, seed=12345):
             continue
         for o in op["outputs"]:
             v = env_l[o]
-            if v.dtype.is_floating_point and _informative(v):
+            if v.dtype.is_floating_point and _informative(v) and not _constant(v, env_l2.get(o)):
                 by_kind.setdefault(op["op"], []).append((o, v))
+    logical_inputs = {o: op["inputs"] for op in logical["ops"] for o in op["outputs"]}
     added = 0
     for d in plan["devices"]:
         lineage = d["lineage"]
@@ -75,7 +83,9 @@ def infer(plan, seed=12345):
                 v = env.get(t)
                 if t in lineage or t in outs or v is None or not v.dtype.is_floating_point or not _informative(v):
                     continue
-                found = _match(v, by_kind.get(op["op"], []))
+                if _constant(v, envs2[d["rank"]].get(t)):
+                    continue
+                found = _match(v, by_kind.get(op["op"], []), _wanted(op, lineage, logical_inputs))
                 if found and torch.allclose(envs2[d["rank"]][t], _view(env_l2[found[0]], found[1]), rtol=1e-9,
                                             atol=1e-12):
                     name, box, full = found
@@ -84,12 +94,27 @@ def infer(plan, seed=12345):
     return added
 
 
-def _match(v, candidates):
+def _wanted(op, lineage, logical_inputs):
+    """Prefers a logical tensor made from the logical tensors the device op's inputs have lineage to: equal
+    values made differently (`exp(x - logsumexp(x))` and `exp(log_softmax(x))`) cannot be proved equal with exp
+    uninterpreted, the same op on the corresponding inputs can."""
+    ins = {lineage[i]["tensor"] for i in op["inputs"] if i in lineage}
+
+    def score(name):
+        return len(ins & set(logical_inputs.get(name, ())))
+    return score
+
+
+def _match(v, candidates, score=None):
+    best = None
     for name, lv in candidates:
         if lv.dim() != v.dim():
             continue
         for box in _boxes(list(v.shape), list(lv.shape)):
             w = _view(lv, box)
             if torch.allclose(v, w, rtol=1e-9, atol=1e-12):
-                return name, box, list(lv.shape)
-    return None
+                s = score(name) if score else 0
+                if best is None or s > best[0]:
+                    best = (s, (name, box, list(lv.shape)))
+                break
+    return best[1] if best else None

@@ -8,7 +8,7 @@ view nodes from the root to it. A write computes the root's new value by undoing
 the inverse permutation, a slice written into its base with concat); an alias read after a write is made
 again from the current root by replaying its chain. What torch's schema marks as a view (`Tensor(a)`) or a
 write (`Tensor(a!)`) decides, not a list of names. A write through a view that cannot be undone (expand,
-as_strided, a strided slice) poisons the storage: an error naming the line where the plan needs a value of it.
+as_strided) poisons the storage: an error naming the line where the plan needs a value of it.
 """
 import operator
 
@@ -184,9 +184,13 @@ class Memory:
                                                                                 {"perm": inverse})
         if name in _SLICES:
             dim, start, end = _slice_bounds(v, base_shape)
-            if dim is None:
-                return _aten.Poison(f"{loc}: an in-place write through a strided slice is not modelled in "
-                                    f"{c.where}")
+            if dim is None:  # x[a:b:k] = ...: the written elements at their strided places, `before` elsewhere
+                dim, start, end, step = _strided_bounds(v, base_shape)
+                dt = _aten.DTYPES[v.args[0].meta["val"].dtype]
+                placed = _aten.strided_place(c, written, base_shape, dim, start, end, step, dt)
+                at = _aten.strided_place(c, c.const(view_shape, 1, "i64"), base_shape, dim, start, end, step,
+                                         "i64")
+                return c.emit("where", [at, placed, before])
             piece = list(base_shape)
             piece[dim] = end - start
             parts = []
@@ -221,6 +225,13 @@ def _permutation(v, rank):
         perm[d0], perm[d1] = perm[d1], perm[d0]
         return perm
     return [_aten._norm_dim(d, rank) for d in v.args[1]]
+
+
+def _strided_bounds(v, shape):
+    """(dim, start, end, step) of a slice with a step."""
+    dim = _aten._norm_dim(_arg(v, 1, 0), len(shape))
+    start, end = _aten._bounds(shape[dim], _arg(v, 2, None), _arg(v, 3, None))
+    return dim, start, end, _arg(v, 4, 1)
 
 
 def _slice_bounds(v, shape):

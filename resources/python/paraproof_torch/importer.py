@@ -228,11 +228,14 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
 
     try:
         with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)):
-            gm = make_fx(step)(*args)
+            gm = make_fx(step)(*[a.clone() for a in args])  # copies: the step may update its inputs in place
     except ImportTorchError:
         raise
     except Exception as e:
-        raise ImportTorchError(f"{_user_line(script, e)}: tracing {where} failed: {type(e).__name__}: {e}")
+        at = _user_line(script, e)
+        if at == script.path:  # raised calling the function itself (a wrong signature): name its def
+            at = script.at(script.def_lines.get(fn_name))
+        raise ImportTorchError(f"{at}: tracing {where} failed: {type(e).__name__}: {e}")
     return gm, keys
 
 
@@ -256,7 +259,7 @@ def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples, 
         c.cur = r if isinstance(r, torch.fx.Node) and r.op != "placeholder" else None
         c.emit("identity", [v], out_names=[out_names[key]])
         ops_out.append(out_names[key])
-    ops = _aten.prune(c.ops, ops_out)
+    ops = _aten.cse(_aten.prune(c.ops, ops_out))
     for op in ops:
         op.pop("_where", None)
         op.pop("_root", None)
