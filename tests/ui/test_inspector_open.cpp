@@ -265,6 +265,26 @@ class TestInspectorOpen : public QObject {
     QVERIFY(!saved.first().at(1).toString().isEmpty());
     QVERIFY(!QFile::exists(unwritable));
   }
+
+  // Saved as PLAN.json.gz, the plan is written compressed and opens again in a window like any plan.
+  void aCompressedPlanIsSavedAndOpens() {
+    MainWindow w;
+    QVERIFY(showZooPlan(w, "llama3-8b", "dp=2,tp=2", 2));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("saved.json.gz");
+    QSignalSpy saved(&w, &MainWindow::planSaved);
+    QVERIFY(w.savePlanInBackground(path, false));
+    QTRY_COMPARE_WITH_TIMEOUT(saved.count(), 1, 60000);
+    QCOMPARE(saved.first().at(1).toString(), QString());
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.read(2), QByteArray("\x1f\x8b"));  // gzip's magic
+    MainWindow reopened;
+    QString error;
+    QVERIFY2(reopened.openPlanFile(path, &error), qPrintable(error));
+    QCOMPARE(reopened.plan()->devices.size(), w.plan()->devices.size());
+    QCOMPARE(reopened.plan()->logical.ops.size(), w.plan()->logical.ops.size());
+  }
 };
 
 QTEST_MAIN(TestInspectorOpen)
