@@ -135,6 +135,9 @@ class TestImportTorch : public QObject {
         << "all_reduce on group [0, 1], which does not contain rank 2";
     QTest::newRow("output missing from parallel") << kErrors + "/missing_output.py"
                                                   << "output 'w2.grad' of logical is missing from parallel";
+    // A backward op is named at the line of the forward op it differentiates, not at autograd.grad.
+    QTest::newRow("unsupported backward op at its forward line")
+        << kErrors + "/backward_unsupported_line.py" << "'aten.embedding_dense_backward.default'";
   }
 
   // Both commands exit 2 with one error line naming the op or tensor and SCRIPT.py:LINE.

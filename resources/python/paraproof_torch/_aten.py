@@ -40,8 +40,18 @@ class Poison:
 
 def node_line(node, script):
     """'FILE:LINE' of the innermost frame of SCRIPT.py or a module beside it in the node's stack trace (fx
-    records it), and its function."""
-    st = node.stack_trace or ""
+    records it), and its function. A backward op whose own line is the `autograd.grad` / `backward` call has
+    the line of the forward op it differentiates (_backlines.py), with the calling function."""
+    loc, func = _stack_line(node.stack_trace or "", script)
+    fwd = node.meta.get("paraproof_forward")
+    if fwd is not None and loc == fwd[1]:
+        floc, _ = _stack_line(fwd[0], script)
+        if floc != script:
+            return floc, func
+    return loc, func
+
+
+def _stack_line(st, script):
     lines = st.splitlines()
     for ln in lines:
         ln = ln.strip()

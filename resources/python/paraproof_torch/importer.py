@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _dist, _leaves, _preconditions, _scopes
+from . import _aten, _backlines, _dist, _leaves, _preconditions, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -227,7 +227,8 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
         return vals
 
     try:
-        with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)):
+        with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)), \
+                _backlines.tracking():
             gm = make_fx(step)(*[a.clone() for a in args])  # copies: the step may update its inputs in place
     except ImportTorchError:
         raise
@@ -271,6 +272,7 @@ def import_script(path):
     script = Script(path)
     _dist.patch()
     _leaves.patch()
+    _backlines.patch(script.path)
     _dist.S.script = script.path
     _dist.begin_trace("logical", 0, 1 << 16)  # MESH is not known yet: any rank of a group is fine
     mod = _load_module(script, "mesh")
