@@ -416,6 +416,11 @@ QRectF GraphView::nodeSceneRect(int node) const {
   return it == nodeItems_.end() ? QRectF() : it->second->sceneBoundingRect();
 }
 
+QRectF GraphView::groupSceneRect(int node) const {
+  if (auto it = clusterItems_.find(node); it != clusterItems_.end()) return it->second->sceneBoundingRect();
+  return nodeSceneRect(node);
+}
+
 void GraphView::toggle(int node) {
   if (!model_ || node <= 0 || node >= model_->size() || !model_->node(node).isGroup()) return;
   expanding_ = false;

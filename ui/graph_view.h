@@ -67,7 +67,8 @@ class GraphView : public QGraphicsView {
   bool lastLayoutReused() const { return lastLayoutReused_; }
   int visibleNodeCount() const { return model_ ? model_->visibleNodeCount() : 0; }
   bool isNodeInViewport(int node) const;
-  QRectF nodeSceneRect(int node) const;  // empty when the node is not drawn
+  QRectF nodeSceneRect(int node) const;   // empty when the node is not drawn
+  QRectF groupSceneRect(int node) const;  // a drawn node or the frame of an expanded group; else empty
 
  public slots:
   void zoomIn();

@@ -1,5 +1,7 @@
 // The layout thread: a job with the same structure as an earlier one (other ids, same sizes, nesting and
 // edges) reuses the earlier Graphviz result; a different structure is laid out afresh.
+#include <map>
+
 #include "inspector_test_support.h"
 #include "ui/layout_worker.h"
 
@@ -84,6 +86,59 @@ class TestInspectorLayout : public QObject {
   }
 
   // dot's cost: every box, plus a virtual node per rank a long edge crosses; a cycle does not loop.
+  // Devices are drawn in rank order: two devices side by side (their boxes or frames share a row) have the
+  // lower rank on the left, collapsed and expanded, with or without pipeline stages stacked by the dataflow;
+  // and the same plan is drawn the same way every time.
+  void devicesAreDrawnInRankOrderAndStably_data() {
+    QTest::addColumn<QString>("parallel");
+    QTest::addColumn<int>("layers");
+    QTest::newRow("tp=8") << "tp=8" << 1;
+    QTest::newRow("tp=4,pp=2") << "tp=4,pp=2" << 2;
+  }
+
+  void devicesAreDrawnInRankOrderAndStably() {
+    QFETCH(QString, parallel);
+    QFETCH(int, layers);
+    auto deviceRects = [](GraphView* view) {
+      std::map<int, QRectF> out;  // rank -> drawn box or frame
+      const GraphModel& m = *view->model();
+      for (int n = 0; n < m.size(); ++n)
+        if (m.node(n).kind == HierarchyNode::Kind::Device)
+          if (const QRectF r = view->groupSceneRect(n); !r.isEmpty())
+            out[std::stoi(m.node(n).label.substr(5))] = r;
+      return out;
+    };
+    auto rowsInRankOrder = [](const std::map<int, QRectF>& rects) {
+      for (auto a = rects.begin(); a != rects.end(); ++a)
+        for (auto b = std::next(a); b != rects.end(); ++b) {
+          const bool sameRow = a->second.top() < b->second.bottom() && b->second.top() < a->second.bottom();
+          if (sameRow && a->second.left() >= b->second.left()) return false;
+        }
+      return true;
+    };
+    std::map<int, QRectF> first;
+    for (int run = 0; run < 2; ++run) {
+      MainWindow w;
+      QVERIFY(showZooPlan(w, "llama3-8b", qPrintable(parallel), layers));
+      GraphView* view = w.parallelView();
+      GraphModel& m = *view->model();
+      std::map<int, QRectF> rects = deviceRects(view);
+      QCOMPARE(rects.size(), size_t(8));
+      QVERIFY2(rowsInRankOrder(rects), "collapsed devices out of rank order");
+      for (int n = 0; n < m.size(); ++n)
+        if (m.node(n).kind == HierarchyNode::Kind::Device) m.setExpanded(n, true);
+      view->relayout();
+      QVERIFY(waitForLayouts(w, 120000));
+      rects = deviceRects(view);
+      QCOMPARE(rects.size(), size_t(8));
+      QVERIFY2(rowsInRankOrder(rects), "expanded devices out of rank order");
+      if (run == 0)
+        first = rects;
+      else
+        QCOMPARE(rects, first);
+    }
+  }
+
   void layoutCostCountsTheRanksLongEdgesCross() {
     VisibleGraph g;
     g.nodes = {1, 2, 3, 4};
