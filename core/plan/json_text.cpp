@@ -35,11 +35,40 @@ int depth(const Json& j) {
 
 // Short values stay on one line, and so do records (an op, a tensor, a lineage entry: shallow values) of
 // moderate length, so a plan reads one op per line.
+// The length of j.dump(), or more than `limit` once it is known to exceed it: a plan's top levels are
+// hundreds of megabytes, so whether a value fits on a line is decided without dumping it.
+size_t quotedSize(const std::string& s) {
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 ||
+           static_cast<unsigned char>(c) >= 0x7f;
+  });
+  return plain ? s.size() + 2 : Json(s).dump().size();
+}
+
+size_t dumpSizeUpTo(const Json& j, size_t limit) {
+  if (j.is_string()) return quotedSize(j.get_ref<const std::string&>());
+  if (j.is_number_unsigned()) return std::to_string(j.get<uint64_t>()).size();
+  if (j.is_number_integer()) return std::to_string(j.get<int64_t>()).size();
+  if (!j.is_structured()) return j.dump().size();
+  size_t n = 2;  // the brackets
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it != j.begin()) ++n;                          // ","
+    if (j.is_object()) n += quotedSize(it.key()) + 1;  // "key":
+    if (n > limit) return n;
+    n += dumpSizeUpTo(*it, limit - n);
+    if (n > limit) return n;
+  }
+  return n;
+}
+
 void format(const Json& j, int indent, std::string& out) {
-  std::string compact = j.dump();
-  if (!j.is_structured() || j.empty() || compact.size() + indent <= kLineWidth ||
-      (compact.size() <= kRecordWidth && depth(j) <= 3)) {
-    out += compact;
+  if (!j.is_structured() || j.empty()) {
+    out += j.dump();
+    return;
+  }
+  const size_t size = dumpSizeUpTo(j, kRecordWidth);
+  if (size + indent <= kLineWidth || (size <= kRecordWidth && depth(j) <= 3)) {
+    out += j.dump();
     return;
   }
   std::string pad(indent + 2, ' ');
