@@ -1,5 +1,7 @@
 #include "ui/verification_presenter.h"
 
+#include <utility>
+
 #include "ui/stage_table.h"
 #include "ui/verification_controller.h"
 #include "ui/verification_status.h"
@@ -34,6 +36,7 @@ VerificationPresenter::~VerificationPresenter() {
 }
 
 void VerificationPresenter::start(std::shared_ptr<const Plan> plan, const verify::Options& options) {
+  dropRun_ = false;  // a run of an earlier plan still finishing is dropped by the controller itself
   stages_.clear();
   ++stagesVersion_;
   table_->clear();
@@ -56,7 +59,8 @@ bool VerificationPresenter::isRunning() const {
 }
 
 StageMap VerificationPresenter::reset() {
-  if (controller_->isRunning()) controller_->cancel();
+  dropRun_ = controller_->isRunning();
+  if (dropRun_) controller_->cancel();
   clockTimer_.stop();
   hasReport_ = false;
   stages_.clear();
@@ -92,6 +96,10 @@ void VerificationPresenter::onStagesPlanned(const std::vector<verify::StageInfo>
 
 void VerificationPresenter::onFinished(const verify::Report& report) {
   clockTimer_.stop();
+  if (std::exchange(dropRun_, false)) {  // the cancelled run of the previous plan: nothing of it is shown
+    emit runningChanged(false);
+    return;
+  }
   hasReport_ = true;
   // The report is authoritative: it also covers runs whose observer events were dropped or never sent.
   if (table_->stageCount() != static_cast<int>(report.stages.size()) && !report.stages.empty())

@@ -74,6 +74,7 @@ class VerificationPresenter : public QObject {
   const GraphModel* logical_ = nullptr;  // the views' current models (owned by the window)
   const GraphModel* parallel_ = nullptr;
   bool hasReport_ = false;
+  bool dropRun_ = false;  // reset() cancelled a run of the previous plan: its report must not be shown
   QTimer stateTimer_;
   QTimer clockTimer_;
 };

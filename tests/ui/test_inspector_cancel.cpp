@@ -191,6 +191,37 @@ class TestInspectorCancel : public QObject {
     verify::Report again = verifyAndWait(w);
     QCOMPARE(again.verdict, verify::Verdict::Equivalent);
   }
+
+  // Opening another plan while one is being verified cancels that run, and nothing of it (stages, report,
+  // verdict) is shown for the new plan, which then verifies on its own.
+  void openingAnotherPlanDropsTheRunningVerification() {
+    MainWindow w;
+    w.resize(1600, 1000);
+    w.show();
+    w.openPlan(longRunningPlan(), "mlp dp=2,tp=2, 24 layers");
+    w.setVerifyOptions(longRunningOptions());
+    QVERIFY(waitForLayouts(w));
+    w.controller()->setVerifyFunction([](const Plan& p, const verify::Options& opt, verify::Observer* obs,
+                                         const std::atomic<bool>* cancel) {
+      HeldUntilCancelled held(obs, cancel);
+      return verify::verifyPlan(p, opt, &held, cancel);
+    });
+    QSignalSpy finished(&w, &MainWindow::verificationFinished);
+    w.runVerification();
+    QTRY_VERIFY_WITH_TIMEOUT(w.stageModel()->stageCount() > 0, 60000);
+
+    QVERIFY(w.openPlanFile(fixture("mlp_tp2.json")));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.isVerifying(), 60000);  // the held run saw the cancel and returned
+    QTest::qWait(200);
+    QVERIFY(finished.isEmpty());
+    QCOMPARE(w.stageModel()->stageCount(), 0);
+    QVERIFY(w.counterexamplePanel()->toPlainText().contains(QStringLiteral("Run verification")));
+
+    w.controller()->setVerifyFunction(verify::verifyPlan);
+    const verify::Report report = verifyAndWait(w);
+    QCOMPARE(report.verdict, verify::Verdict::Equivalent);
+    QVERIFY(w.stageModel()->stageCount() > 0);
+  }
 };
 
 QTEST_MAIN(TestInspectorCancel)
