@@ -3,6 +3,7 @@ op in the make_fx graph (in-place calls write their result back with copy_, whic
 Groups are the user's (dist.new_group), also when created at module level."""
 import os
 import sys
+import threading
 
 import torch
 import torch.distributed as dist
@@ -243,8 +244,25 @@ _PATCHES = {
 }
 
 
+# --check-numerics runs SCRIPT.py's functions eagerly, one thread per rank (_eager.py): while a thread has an
+# eager rank here, its torch.distributed calls go to that rank's simulated process group instead of the trace.
+EAGER = threading.local()
+
+
+def _dispatching(name, fn):
+    def call(*args, **kwargs):
+        ctx = getattr(EAGER, "ctx", None)
+        if ctx is not None:
+            return ctx.call(name, fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    call.__name__ = name
+    call.__doc__ = fn.__doc__
+    return call
+
+
 def patch():
     """Replaces torch.distributed's calls before SCRIPT.py runs (so `from torch.distributed import ...` and
     module-level new_group calls see the fakes)."""
     for name, fn in _PATCHES.items():
-        setattr(dist, name, fn)
+        setattr(dist, name, _dispatching(name, fn))

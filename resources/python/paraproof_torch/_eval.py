@@ -267,22 +267,33 @@ def random_inputs(plan, seed):
 
 
 def check_numerics(plan, seed=0):
-    """(agree, message): the logical graph and the simulated devices on the same random inputs."""
+    """(agree, message): the mapped logical graph and the simulated device graphs on the same random inputs
+    (the importer's reading of the script; --check-numerics runs the script itself, _eager.py)."""
     lin_inputs, dev_inputs = random_inputs(plan, seed)
-    want = evaluate(plan["logical"], lin_inputs)
-    got = simulate(plan["devices"], dev_inputs)
+    return compare_outputs(plan, evaluate(plan["logical"], lin_inputs), simulate(plan["devices"], dev_inputs))
+
+
+def compare_outputs(plan, want, got):
+    """(agree, message): every device's outputs (got: rank -> name -> value) against the logical ones (want)
+    through their lineage: a box of the logical tensor, or value parts that sum to that box."""
     worst, parts = None, {}
     for d in plan["devices"]:
         for o in d["outputs"]:
             lin = d["lineage"].get(o)
             if lin is None or lin["tensor"] not in want:
                 continue
+            if o not in got[d["rank"]]:
+                return False, f"rank {d['rank']} does not return output '{o}'"
             v = got[d["rank"]][o]
             if lin.get("parts", 1) > 1:
                 key = (lin["tensor"], json.dumps(lin.get("box")), lin["parts"])
                 parts.setdefault(key, {}).setdefault(lin["part"], v)
                 continue
-            ok, err = close(v, _box(want[lin["tensor"]], lin))
+            w = _box(want[lin["tensor"]], lin)
+            if list(v.shape) != list(w.shape):
+                return False, (f"rank {d['rank']} output '{o}' has shape {list(v.shape)}, its box of logical "
+                               f"'{lin['tensor']}' {list(w.shape)}")
+            ok, err = close(v, w)
             if not ok and (worst is None or err > worst[0]):
                 worst = (err, f"rank {d['rank']} output '{o}' differs from logical '{lin['tensor']}'")
     for (tensor, box, n), ps in parts.items():
