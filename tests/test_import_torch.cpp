@@ -79,6 +79,8 @@ class TestImportTorch : public QObject {
     const QString numerics = expected == 0 ? "check-numerics: logical and parallel agree"
                                            : "check-numerics: logical and parallel DISAGREE";
     QVERIFY2(verified.out.contains(numerics), qPrintable(verified.out));
+    // ...run on SCRIPT.py's own functions, not on the importer's reading of them.
+    QVERIFY2(verified.out.contains("SCRIPT.py's functions run eagerly"), qPrintable(verified.out));
     if (expected == 1) {
       // The failing stage's scopes are SCRIPT.py lines ("mlp_tp2.py:40 parallel").
       const QString base = QFileInfo(script).fileName();
@@ -164,6 +166,52 @@ class TestImportTorch : public QObject {
     QVERIFY2(verified.err.contains(where) && verified.err.contains(what), qPrintable(verified.err));
     QVERIFY2(verified.out.contains("INVALID INPUT"), qPrintable(verified.out));
     QVERIFY2(readText(report).contains(what), qPrintable(readText(report)));
+  }
+
+  // --check-numerics runs SCRIPT.py's functions eagerly (every rank a thread with real storage and
+  // collectives) and stores its verdict in metadata.check_numerics: a correct bundled example agrees; gradients
+  // bucketed with torch.cat (a copy, so the all-reduce misses them) disagree; a step that cannot run (a recv
+  // never sent) says so with the line, and gives no verdict. One import each.
+  void eagerCheckNumerics_data() {
+    QTest::addColumn<QString>("script");
+    QTest::addColumn<QString>("verdict");  // agree, DISAGREE or not run
+    QTest::addColumn<QString>("detail");
+    QTest::newRow("correct bundled example") << kExamples + "/mlp_dp2_tp2.py" << "agree" << "agree";
+    QTest::newRow("bucket copied, not viewed")
+        << kErrors + "/grad_bucket_views_dp2_copied.py" << "DISAGREE" << "output 'w1.grad' differs";
+    QTest::newRow("recv never sent") << kErrors + "/recv_never_sent.py" << "not run"
+                                     << "the ranks would hang when run eagerly: rank 0 waits for recv";
+  }
+
+  void eagerCheckNumerics() {
+    // Three imports in all: in the second of two CTest shards only (PARAPROOF_TEST_SHARD, tests/CMakeLists.txt).
+    if (qEnvironmentVariable("PARAPROOF_TEST_SHARD").startsWith("0/")) QSKIP("in another shard");
+    QFETCH(QString, script);
+    QFETCH(QString, verdict);
+    QFETCH(QString, detail);
+    QTemporaryDir dir;
+    const QString plan = dir.filePath("plan.json");
+    const CliRun imported = runCli({"import-torch", script, "-o", plan, "--check-numerics"}, 300000);
+    QVERIFY2(imported.exitCode == 0, qPrintable(imported.err));
+    const QString line = verdict == "not run" ? "check-numerics: not run, no verdict: "
+                                              : "check-numerics: logical and parallel " + verdict;
+    QVERIFY2(imported.out.contains(line) && imported.out.contains(detail), qPrintable(imported.out));
+    const QJsonObject check = QJsonDocument::fromJson(readText(plan).toUtf8())
+                                  .object()["metadata"]
+                                  .toObject()["check_numerics"]
+                                  .toObject();
+    QCOMPARE(check["eager"].toBool(), true);
+    QCOMPARE(check["agree"].toBool(), verdict == "agree");
+    QCOMPARE(check["ran"].toBool(), verdict != "not run");
+    QVERIFY2(check["note"].toString().startsWith(line), qPrintable(check["note"].toString()));
+    if (verdict == "agree") {
+      QVERIFY(imported.out.contains("SCRIPT.py's functions run eagerly"));
+      QCOMPARE(check["draws"].toInt(), 3);
+    } else if (verdict == "not run") {
+      // The hang is named at the recv's SCRIPT.py line.
+      QVERIFY2(imported.out.contains(QFileInfo(script).fileName() + ":" + QString::number(markedLine(script))),
+               qPrintable(imported.out));
+    }
   }
 
   void usage() {

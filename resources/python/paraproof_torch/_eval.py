@@ -273,7 +273,7 @@ def check_numerics(plan, seed=0):
     return compare_outputs(plan, evaluate(plan["logical"], lin_inputs), simulate(plan["devices"], dev_inputs))
 
 
-def compare_outputs(plan, want, got):
+def compare_outputs(plan, want, got, rtol=1e-6):
     """(agree, message): every device's outputs (got: rank -> name -> value) against the logical ones (want)
     through their lineage: a box of the logical tensor, or value parts that sum to that box."""
     worst, parts = None, {}
@@ -293,13 +293,13 @@ def compare_outputs(plan, want, got):
             if list(v.shape) != list(w.shape):
                 return False, (f"rank {d['rank']} output '{o}' has shape {list(v.shape)}, its box of logical "
                                f"'{lin['tensor']}' {list(w.shape)}")
-            ok, err = close(v, w)
+            ok, err = close(v, w, rtol)
             if not ok and (worst is None or err > worst[0]):
                 worst = (err, f"rank {d['rank']} output '{o}' differs from logical '{lin['tensor']}'")
     for (tensor, box, n), ps in parts.items():
         if len(ps) == n:
             lin = {"box": json.loads(box)} if box != "null" else {}
-            ok, err = close(sum(ps.values()), _box(want[tensor], lin))
+            ok, err = close(sum(ps.values()), _box(want[tensor], lin), rtol)
             if not ok and (worst is None or err > worst[0]):
                 worst = (err, f"the {n} value parts of '{tensor}' do not sum to it")
     if worst:
