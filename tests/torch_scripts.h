@@ -26,3 +26,13 @@ inline int markedLine(const QString& script, const QString& marker = "# ERROR-LI
     if (lines[i].contains(marker)) return i + 1;
   return -1;
 }
+
+// CTest runs a long data-driven test as several processes ("PARAPROOF_TEST_SHARD=i/n", tests/CMakeLists.txt)
+// so that `ctest -j` spreads its rows over the cores: row `row` belongs to shard i when row % n == i. Without
+// the variable every row runs.
+inline bool inTestShard(int row) {
+  const QStringList shard = qEnvironmentVariable("PARAPROOF_TEST_SHARD").split('/');
+  if (shard.size() != 2) return true;
+  const int n = shard[1].toInt();
+  return n <= 1 || row % n == shard[0].toInt();
+}
