@@ -246,7 +246,9 @@ _PATCHES = {
 
 # --check-numerics runs SCRIPT.py's functions eagerly, one thread per rank (_eager.py): while a thread has an
 # eager rank here, its torch.distributed calls go to that rank's simulated process group instead of the trace.
+# While an eager run is on (EAGER_ON), a call from a thread that is no rank's is refused rather than traced.
 EAGER = threading.local()
+EAGER_ON = False
 
 
 def _dispatching(name, fn):
@@ -254,6 +256,9 @@ def _dispatching(name, fn):
         ctx = getattr(EAGER, "ctx", None)
         if ctx is not None:
             return ctx.call(name, fn, *args, **kwargs)
+        if EAGER_ON:
+            raise ImportTorchError(f"{script_line()}: torch.distributed.{name} called on a thread that runs no "
+                                   "rank (a backward on another thread?)")
         return fn(*args, **kwargs)
 
     call.__name__ = name

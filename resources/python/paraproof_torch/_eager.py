@@ -382,6 +382,7 @@ def run(script_path, plan, seed=0, wide=True):
         torch.set_default_dtype(torch.float64)  # constants made in the step (torch.zeros(n)) follow the inputs
     try:
         _dist.EAGER.ctx = _Rank(_World(1), 0, "logical")
+        _dist.EAGER_ON = True
         try:
             want = _outputs(script, "logical", lmod.logical(*[_leaf(full[n]) for n in names]))
         except ImportTorchError:
@@ -390,6 +391,7 @@ def run(script_path, plan, seed=0, wide=True):
             raise ImportTorchError(f"logical could not run eagerly: {_user_error(script.path, e)}")
         finally:
             _dist.EAGER.ctx = None
+            _dist.EAGER_ON = False
 
         mods, args = {}, {}
         for d in plan["devices"]:
@@ -407,6 +409,7 @@ def run(script_path, plan, seed=0, wide=True):
 
         sim = _World(size)
         got, errors = {}, {}
+        _dist.EAGER_ON = True
 
         def body(r):
             _dist.EAGER.ctx = _Rank(sim, r, "parallel")
@@ -445,6 +448,7 @@ def run(script_path, plan, seed=0, wide=True):
     finally:
         torch.set_default_dtype(old_dtype)
         _dist.EAGER.ctx = None
+        _dist.EAGER_ON = False
 
 
 # Relative tolerance of an output against the logical one: float64 differs only by rounding order; a step run
