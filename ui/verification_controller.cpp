@@ -1,5 +1,7 @@
 #include "ui/verification_controller.h"
 
+#include "core/verify/report_annotate.h"
+
 #include <QMetaObject>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
@@ -95,7 +97,11 @@ void VerificationController::start(std::shared_ptr<const Plan> plan, verify::Opt
   std::erase_if(active_, [](const auto& a) { return a.second.isFinished(); });
   QFuture<verify::Report> future = QtConcurrent::run([plan, options, relay, cancelFlag, verify] {
     try {
-      return verify(*plan, options, relay.get(), cancelFlag.get());
+      verify::Report r = verify(*plan, options, relay.get(), cancelFlag.get());
+      // As the CLI reports it: each stage's collectives and, for a failure, where it goes wrong.
+      verify::annotateCommunication(r, *plan);
+      verify::annotateFirstDifference(r, *plan);
+      return r;
     } catch (const std::exception& e) {  // verifyPlan promises not to throw; a bug must not kill the GUI
       verify::Report r;
       r.verdict = verify::Verdict::Invalid;

@@ -117,6 +117,7 @@ class Lowering {
       record_->logicalInputs = pb_.logicalInputs;
       record_->parts = parts_;
     }
+    keepInternals();
   }
 
  private:
@@ -453,6 +454,20 @@ class Lowering {
         addElementwise(partValue(pl), device_[refs[0].device].at(refs[0].value).elems, dev.rank,
                        dev.graph.values[refs[0].value].name, pl);
       }
+    }
+  }
+
+  // Moves the computed values into the problem (lowering is done with them).
+  void keepInternals() {
+    for (OpId o : stage_.logicalOps)
+      for (ValueId v : plan_.logical.ops[o].outputs)
+        if (auto it = logical_.find(v); it != logical_.end())
+          pb_.internals.push_back(
+              {plan_.logical.values[v].name, kNone, it->second.shape(), std::move(it->second.elems)});
+    for (size_t d = 0; d < device_.size(); ++d) {
+      const Device& dev = plan_.devices[d];
+      for (auto& [v, t] : device_[d])
+        pb_.internals.push_back({dev.graph.values[v].name, dev.rank, t.shape(), std::move(t.elems)});
     }
   }
 

@@ -33,6 +33,9 @@ struct Problem {
   std::vector<Obligation> obligations;
   std::vector<NamedTensor> logicalInputs;
   std::vector<NamedTensor> parallelInputs;
+  // Every value the stage computes, logical (device kNone) and on each rank: a counterexample's values inside
+  // the stage, from which the report names the first op that goes wrong (core/verify/first_difference.h).
+  std::vector<NamedTensor> internals;
 };
 
 }  // namespace paraproof::sym

@@ -174,7 +174,8 @@ Json reportToJson(const Report& r) {
       sj["first_difference"] = {{"rank", s.firstDifference->rank},
                                 {"op", s.firstDifference->op},
                                 {"tensor", s.firstDifference->tensor},
-                                {"scope", s.firstDifference->scope}};
+                                {"scope", s.firstDifference->scope},
+                                {"why", s.firstDifference->why}};
     sj["parallel_ops"] = Json::array();
     for (const auto& p : s.parallelOps)
       sj["parallel_ops"].push_back({{"rank", p.rank}, {"op", p.op}});
@@ -251,6 +252,8 @@ std::string reportToText(const Report& r, bool verbose) {
       os << "  first difference: " << (s.firstDifference->scope.empty() ? "-" : s.firstDifference->scope)
          << " (rank " << s.firstDifference->rank << " op '" << s.firstDifference->op << "', value '"
          << s.firstDifference->tensor << "')\n";
+    if (s.firstDifference && !s.firstDifference->why.empty())
+      os << "    why: " << s.firstDifference->why << "\n";
     os << "  scopes:  " << (s.scopes.empty() ? "-" : join(s.scopes, ", ")) << "\n";
     os << "  devices: " << devicesString(s.devices) << "\n";
     os << "  logical ops: " << (s.logicalOps.empty() ? "-" : join(s.logicalOps, ", ")) << "\n";

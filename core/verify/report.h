@@ -53,6 +53,7 @@ struct StageInfo {
   struct FirstDifference {
     int rank = 0;
     std::string op, tensor, scope;
+    std::string why;  // how it was chosen, in words (core/verify/first_difference.h)
   };
   std::optional<FirstDifference> firstDifference;
 };
@@ -88,6 +89,9 @@ struct CounterexampleReport {
   // Devices holding a differing logical element whose own value agrees there (not serialised: the hints use
   // them, so "the ranks' values sum to the expected one" sees every holder, not only those that differ).
   std::vector<ElementDiff> agreeing;
+  // The stage's computed values at this counterexample, logical and per rank (not serialised: the first
+  // difference is found from them, core/verify/first_difference.h).
+  std::vector<TensorValues> internals;
 };
 
 struct StageResult {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/ops/registry.h"
+#include "core/verify/first_difference.h"
 
 namespace paraproof::verify {
 
@@ -105,6 +106,17 @@ std::unordered_map<int, const Device*> devicesByRank(const Plan& plan) {
   return byRank;
 }
 
+// An output's copy (identity, detach) often has no scope of its own: name the op that computed it.
+StageInfo::FirstDifference described(const Graph& g, int rank, OpId o, ValueId v) {
+  OpId named = o;
+  for (int hop = 0; hop < 32 && g.ops[named].scope.empty() && !g.ops[named].inputs.empty(); ++hop) {
+    OpId up = g.values[g.ops[named].inputs[0]].producer;
+    if (up == kNone) break;
+    named = up;
+  }
+  return {rank, g.ops[named].id, g.values[v].name, g.ops[named].scope, ""};
+}
+
 // The earliest op (in its device's order) producing one of the differing device values; for a differing sum
 // of value parts, which names no device, every stage device's value of that logical tensor is a candidate.
 std::optional<StageInfo::FirstDifference> firstDifference(
@@ -129,14 +141,7 @@ std::optional<StageInfo::FirstDifference> firstDifference(
     OpId o = g.values[v].producer;
     if (first && (o > firstIndex || (o == firstIndex && rank >= first->rank))) continue;
     firstIndex = o;
-    // An output's copy (identity, detach) often has no scope of its own: name the op that computed it.
-    OpId named = o;
-    for (int hop = 0; hop < 32 && g.ops[named].scope.empty() && !g.ops[named].inputs.empty(); ++hop) {
-      OpId up = g.values[g.ops[named].inputs[0]].producer;
-      if (up == kNone) break;
-      named = up;
-    }
-    first = StageInfo::FirstDifference{rank, g.ops[named].id, g.values[v].name, g.ops[named].scope};
+    first = described(g, rank, o, v);
   }
   return first;
 }
@@ -149,7 +154,15 @@ void annotateFirstDifference(Report& report, const Plan& plan) {
     StageInfo& s = report.stages[i];
     const StageResult& res = report.results[i];
     if (res.status != solver::Status::Failed || !res.counterexample) continue;
-    auto first = firstDifference(s, *res.counterexample, byRank);
+    // The op where the values inside the stage stop agreeing, else the earliest producer of a differing
+    // output.
+    std::optional<StageInfo::FirstDifference> first;
+    if (auto wrong = firstWrongOp(s, *res.counterexample, plan)) {
+      first = described(byRank.at(wrong->rank)->graph, wrong->rank, wrong->op, wrong->value);
+      first->why = wrong->why;
+    } else if ((first = firstDifference(s, *res.counterexample, byRank))) {
+      first->why = "the earliest op making a checked value that differs";
+    }
     if (!first) continue;
     // Device ops in the order they run (op index, then rank).
     std::vector<std::pair<OpId, int>> placed;

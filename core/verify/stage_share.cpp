@@ -33,8 +33,8 @@ ElementDiff diffFrom(const Json& j) {
 }
 
 Json counterexampleJson(const CounterexampleReport& c) {
-  Json j{{"c", c.confirmed},    {"rc", c.reducedConfirmed}, {"fs", c.fullSize},   {"li", Json::array()},
-         {"pi", Json::array()}, {"df", Json::array()},      {"ag", Json::array()}};
+  Json j{{"c", c.confirmed},    {"rc", c.reducedConfirmed}, {"fs", c.fullSize},    {"li", Json::array()},
+         {"pi", Json::array()}, {"df", Json::array()},      {"ag", Json::array()}, {"in", Json::array()}};
   for (const auto& t : c.logicalInputs)
     j["li"].push_back(tensorJson(t));
   for (const auto& t : c.parallelInputs)
@@ -43,6 +43,8 @@ Json counterexampleJson(const CounterexampleReport& c) {
     j["df"].push_back(diffJson(d));
   for (const auto& d : c.agreeing)
     j["ag"].push_back(diffJson(d));
+  for (const auto& t : c.internals)  // the first difference is found from them, as in one process
+    j["in"].push_back(tensorJson(t));
   return j;
 }
 CounterexampleReport counterexampleFrom(const Json& j) {
@@ -58,6 +60,8 @@ CounterexampleReport counterexampleFrom(const Json& j) {
     c.diffs.push_back(diffFrom(d));
   for (const auto& d : j.at("ag"))
     c.agreeing.push_back(diffFrom(d));
+  for (const auto& t : j.at("in"))
+    c.internals.push_back(tensorFrom(t));
   return c;
 }
 

@@ -79,7 +79,10 @@ StageInfo describe(const Plan& plan, const stage::Stage& s) {
   return info;
 }
 
-CounterexampleReport describeCounterexample(const solver::Problem& pb, const solver::Counterexample& cex) {
+// `internals`: the stage's computed values (those of `pb`, or of the problem `pb` was cut from: the same
+// pool).
+CounterexampleReport describeCounterexample(const solver::Problem& pb, const solver::Counterexample& cex,
+                                            const std::vector<solver::NamedTensor>& internals) {
   std::vector<double> val = solver::evaluateReal(pb.pool, cex.vars);
   CounterexampleReport rep;
   rep.confirmed = cex.confirmed;
@@ -93,6 +96,14 @@ CounterexampleReport describeCounterexample(const solver::Problem& pb, const sol
     rep.logicalInputs.push_back(values(t));
   for (const auto& t : pb.parallelInputs)
     rep.parallelInputs.push_back(values(t));
+  // Bounded: a report may hold many failing stages, and the first difference of a huge one is rarely read.
+  const size_t kMaxInternalElements = size_t{1} << 18;
+  size_t elements = 0;
+  for (const auto& t : internals)
+    elements += t.elems.size();
+  if (elements <= kMaxInternalElements)
+    for (const auto& t : internals)
+      rep.internals.push_back(values(t));
   // Recompute the differing elements here so the report shows what concrete evaluation says.
   const size_t kMaxDiffs = 32;
   for (const auto& o : pb.obligations) {
@@ -119,6 +130,13 @@ CounterexampleReport describeCounterexample(const solver::Problem& pb, const sol
       rep.diffs.push_back({o.device, o.tensor, o.logicalTensor, o.index, m.expected, m.actual, {}, {}});
     }
   return rep;
+}
+
+// A result reused for an identical stage: its values inside the stage name the checked stage's tensors.
+StageResult withoutInternals(const StageResult& r) {
+  StageResult copy = r;
+  if (copy.counterexample) copy.counterexample->internals.clear();
+  return copy;
 }
 
 // One worker's engines, created on and used by that worker's thread only.
@@ -151,7 +169,7 @@ StageResult decideProblem(const solver::Problem& pb, const Options& opt, Engines
       res.status = fieldResult.status;
       res.reason = fieldResult.reason;
       res.engine = fieldResult.engine;
-      if (fieldResult.cex) res.counterexample = describeCounterexample(pb, *fieldResult.cex);
+      if (fieldResult.cex) res.counterexample = describeCounterexample(pb, *fieldResult.cex, pb.internals);
       return res;
     }
   }
@@ -193,7 +211,7 @@ StageResult decideProblem(const solver::Problem& pb, const Options& opt, Engines
   res.engine = engineName;
   if (z.status == solver::Status::Inconclusive && fieldResult.status == solver::Status::Verified)
     res.reason += "; the random-field engine found no difference (" + fieldResult.reason + ")";
-  if (z.cex) res.counterexample = describeCounterexample(*toSolve, *z.cex);
+  if (z.cex) res.counterexample = describeCounterexample(*toSolve, *z.cex, pb.internals);
   return res;
 }
 
@@ -241,7 +259,7 @@ void shareIdenticalAcrossProcesses(Report& rep) {
     if (rep.stages[i].hash.empty() || rep.results[i].reusedFrom != kNone) continue;
     auto [it, fresh] = checked.emplace(rep.stages[i].hash, static_cast<int>(i));
     if (fresh) continue;
-    StageResult copy = rep.results[it->second];
+    StageResult copy = withoutInternals(rep.results[it->second]);
     copy.stage = static_cast<int>(i);
     copy.reusedFrom = it->second;
     copy.seconds = 0;
@@ -310,6 +328,8 @@ void unfoldRanks(const std::vector<int>& original, Report& rep) {
   for (StageResult& r : rep.results) {
     if (!r.counterexample) continue;
     for (auto& t : r.counterexample->parallelInputs)
+      orig(t.device);
+    for (auto& t : r.counterexample->internals)
       orig(t.device);
     for (auto& d : r.counterexample->diffs)
       orig(d.device);
@@ -863,7 +883,7 @@ class PointRun {
           relowered.push_back(m);
           continue;
         }
-        StageResult copy = rep.results[i];
+        StageResult copy = withoutInternals(rep.results[i]);
         copy.reusedFrom = rep.results[i].reusedFrom == kNone ? i : rep.results[i].reusedFrom;
         copy.seconds = 0;
         rep.stages[m].hash = rep.stages[i].hash;

@@ -2,8 +2,9 @@
 
 namespace paraproof::ui {
 
-// The device op whose value the counterexample names first (on its rank), else the stage's first op; the
-// logical op producing the logical tensor it names, else the stage's first logical op.
+// The stage's first difference (the op where it goes wrong), else the device op whose value the
+// counterexample names first (on its rank), else the stage's first op; the logical op producing the logical
+// tensor it names, else the stage's first logical op.
 StageFocus stageFocus(const Plan& plan, const verify::StageInfo& stage,
                       const std::optional<verify::StageResult>& result) {
   StageFocus f;
@@ -24,6 +25,13 @@ StageFocus stageFocus(const Plan& plan, const verify::StageInfo& stage,
       f.parallelOp = producerOf(plan.devices[static_cast<size_t>(index)].graph, d.tensor);
       f.device = f.parallelOp.empty() ? kNone : index;
       f.parallelDiffers = !f.parallelOp.empty();
+    }
+  // Where the values inside the stage stop agreeing (report_annotate), before the differing output.
+  if (stage.firstDifference)
+    if (const int index = plan.deviceIndex(stage.firstDifference->rank); index != kNone) {
+      f.parallelOp = stage.firstDifference->op;
+      f.device = index;
+      f.parallelDiffers = true;
     }
   if (f.parallelOp.empty() && !stage.parallelOps.empty()) {
     f.parallelOp = stage.parallelOps.front().op;
