@@ -293,6 +293,33 @@ class TestEngines : public QObject {
 
   // Integer constants beyond int64 are not folded (nor wrapped) by the pool; the field engine must not wrap
   // them either: i * 2^62 * 4 == 0 only at i = 0 over the integers, always with 64-bit wrap-around.
+  // A token count all-reduced in parts and divided by: its real value is read by its normal form (integers
+  // embed in the reals as a ring), so `loss / (count0 + count1)` is `loss / count` with no search; a count
+  // that differs (one part only) is not proved equal, and the random engine shows it.
+  void integerCountsInRealsAreNormalised() {
+    Builder b;
+    auto l = b.real("l");
+    std::vector<sym::ExprId> ids;
+    for (int k = 0; k < 4; ++k)
+      ids.push_back(b.integer("t" + std::to_string(k), -1, 3));
+    auto kept = [&](int from, int to) {  // how many of ids[from..to) are not the ignored -1
+      std::vector<sym::ExprId> terms;
+      for (int k = from; k < to; ++k)
+        terms.push_back(b.e.ite(b.e.eq(ids[k], b.e.integer(-1)), b.e.integer(0), b.e.integer(1)));
+      return b.e.add(terms);
+    };
+    auto whole = b.e.toReal(kept(0, 4));
+    auto parts = b.e.add({b.e.toReal(kept(0, 2)), b.e.toReal(kept(2, 4))});
+    b.expect(b.e.div(l, whole), b.e.div(l, parts));
+    QCOMPARE(solver::proveByNormalisation(b.p, {10, nullptr}).provedCount, size_t{1});
+    Builder c;
+    auto l2 = c.real("l");
+    auto i = c.integer("i", 0, 3), j = c.integer("j", 0, 3);
+    c.expect(c.e.div(l2, c.e.toReal(c.e.add({i, j}))), c.e.div(l2, c.e.toReal(i)));
+    QCOMPARE(solver::proveByNormalisation(c.p, {10, nullptr}).provedCount, size_t{0});
+    QCOMPARE(runField(c.p).status, Status::Failed);
+  }
+
   void integerArithmeticIsNeverWrapped() {
     Builder b;
     auto i = b.integer("i", 0, 8);

@@ -197,7 +197,7 @@ class Normaliser {
       bool ready = true;
       bool structural = (n.kind == sym::Kind::Lt || n.kind == sym::Kind::Le || n.kind == sym::Kind::Eq) &&
                         pool_.sort(n.args[0]) != sym::Sort::Real;
-      if (n.kind != sym::Kind::ToReal && !structural)
+      if (!structural)
         for (sym::ExprId a : n.args)
           if (!memo_.count(a)) {
             stack.push_back(a);
@@ -266,7 +266,9 @@ class Normaliser {
         return add(mul(c, P(n.args[1])), mul(notC, P(n.args[2])));
       }
       case sym::Kind::ToReal:
-        return ofAtom(atom({-8, static_cast<int64_t>(n.args[0])}));
+        // The integers embed in the reals as a ring (integer expressions have no division), so an integer
+        // sum's real value is its normal form: a count all-reduced in parts equals the count taken whole.
+        return P(n.args[0]);
       case sym::Kind::Max:
       case sym::Kind::Min: {
         // An atom over the normal forms of its (already flattened, deduplicated) arguments, sorted: equal
