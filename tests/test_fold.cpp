@@ -62,10 +62,10 @@ bool dropGroupMember(Plan& plan, int rank) {
               for (const Json& r : o.attrs["group"])
                 if (r.get<int>() != rank) g.push_back(r);
               if (d.rank == rank) {
-                o.attrs["group"] = Json::array({rank});
-                o.attrs["instance"] = "dropped-member";
+                o.attrs.set("group", Json::array({rank}));
+                o.attrs.set("instance", "dropped-member");
               } else {
-                o.attrs["group"] = g;
+                o.attrs.set("group", g);
               }
             }
         return true;

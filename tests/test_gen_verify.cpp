@@ -308,7 +308,7 @@ class TestGenVerify : public QObject {
       if (d.coord.back() != 1) continue;  // tp rank 1 (tp is the last mesh axis)
       for (Op& op : d.graph.ops)
         if (op.kind == kind.toStdString()) {
-          op.attrs["start"] = op.attrs.at("start").get<int64_t>() + 1;
+          op.attrs.set("start", op.attrs.at("start").get<int64_t>() + 1);
           mutated.push_back(d.rank);
         }
       break;  // one rank only

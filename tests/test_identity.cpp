@@ -81,7 +81,7 @@ class TestIdentity : public QObject {
   // A changed constant (the loss gradient's 1/N): exact arithmetic must see it.
   void changedDivisorIsCaught() {
     Plan id = identityPlan(loadPlan(plansDir() + "/mlp_tp2.json"));
-    deviceOp(id, "loss.grad").attrs["divisor"] = 7;
+    deviceOp(id, "loss.grad").attrs.set("divisor", 7);
     verify::Report report = verify::verifyPlan(id, options());
     QVERIFY2(report.verdict == verify::Verdict::NotEquivalent, verify::reportToText(report).c_str());
     QVERIFY(failedStageHasScope(report, "loss.backward"));
@@ -90,7 +90,7 @@ class TestIdentity : public QObject {
   // A changed argument of a function the proof treats as uninterpreted (rsqrt inside rmsnorm).
   void changedEpsIsCaught() {
     Plan id = identityPlan(loadPlan(plansDir() + "/mlp_dp2.json"));
-    deviceOp(id, "norm").attrs["eps"] = 1e-3;
+    deviceOp(id, "norm").attrs.set("eps", 1e-3);
     verify::Report report = verify::verifyPlan(id, options());
     QVERIFY2(report.verdict == verify::Verdict::NotEquivalent, verify::reportToText(report).c_str());
     QVERIFY(failedStageHasScope(report, "mlp.norm"));

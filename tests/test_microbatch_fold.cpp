@@ -223,7 +223,7 @@ class TestMicroBatchFold : public QObject {
   static Plan withEps(Plan plan, double eps) {
     auto setEps = [eps](Graph& g) {
       for (Op& op : g.ops)
-        if (op.attrs.contains("eps") && op.attrs["eps"] == 1e-5) op.attrs["eps"] = eps;  // not a bug's
+        if (op.attrs.contains("eps") && op.attrs["eps"] == 1e-5) op.attrs.set("eps", eps);  // not a bug's
     };
     setEps(plan.logical);
     for (Device& d : plan.devices)

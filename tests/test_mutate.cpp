@@ -179,7 +179,7 @@ class TestMutate : public QObject {
     for (Device& dev : plan.devices)
       for (Op& op : dev.graph.ops)
         if (op.kind == "all_reduce" && op.attrs.value("reduce", "") == "sum" && op.inputs.size() > 1) {
-          op.attrs["reduce"] = "avg";  // the dp gradient buckets averaged: the gradients are halved
+          op.attrs.set("reduce", "avg");  // the dp gradient buckets averaged: the gradients are halved
           ++rewritten;
         }
     QVERIFY(rewritten > 0);

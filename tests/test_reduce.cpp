@@ -115,7 +115,7 @@ class TestReduce : public QObject {
     Graph& g = p.devices[1].graph;
     ValueId x = g.findValue("x");
     g.values[x].type.shape = {4};
-    g.ops[g.findOp("recv_x")].attrs["shape"] = Shape{4};
+    g.ops[g.findOp("recv_x")].attrs.set("shape", Shape{4});
     std::vector<stage::Stage> stages = stage::cutStages(p);
     bool threw = false;
     for (const stage::Stage& s : stages) {

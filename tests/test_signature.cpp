@@ -153,12 +153,13 @@ class TestSignature : public QObject {
     bool haveEps = false, haveGroup = false, haveOffset = false;
     for (Op& op : eps.devices[1].graph.ops)
       if (!haveEps && op.attrs.contains("eps")) {
-        op.attrs["eps"] = 1e-3;
+        op.attrs.set("eps", 1e-3);
         haveEps = true;
       }
     for (Op& op : group.devices[1].graph.ops)
       if (!haveGroup && op.attrs.contains("group") && op.attrs["group"].size() == 2) {
-        std::swap(op.attrs["group"][0], op.attrs["group"][1]);
+        Json& g = op.attrs.edit()["group"];
+        std::swap(g[0], g[1]);
         haveGroup = true;
       }
     for (auto& [v, lin] : offset.devices[1].lineage)

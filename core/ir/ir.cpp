@@ -100,4 +100,9 @@ void Graph::reindex() {
     opIndex_[ops[o].id] = o;
 }
 
+void internAttrs(Graph& g, AttrsPool& pool) {
+  for (Op& op : g.ops)
+    pool.intern(op.attrs);
+}
+
 }  // namespace paraproof

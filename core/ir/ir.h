@@ -9,9 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ir/attrs.h"
+
 namespace paraproof {
 
-using Json = nlohmann::json;
 using Shape = std::vector<int64_t>;
 using ValueId = int32_t;
 using OpId = int32_t;
@@ -46,7 +47,7 @@ struct Op {
   std::string kind;  // registry name, e.g. "matmul", "all_reduce"
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
-  Json attrs = Json::object();
+  Attrs attrs;         // shared with the ops whose attributes are equal (core/ir/attrs.h)
   std::string scope;   // name scope for display, e.g. "layers.3.attention.wq"
   std::string origin;  // id of the logical op this implements (device graphs), optional
 };
@@ -74,5 +75,9 @@ class Graph {
   std::unordered_map<std::string, ValueId> valueIndex_;
   std::unordered_map<std::string, OpId> opIndex_;
 };
+
+// Makes the graph's equal attribute objects one object, shared with the equal ones of the graphs interned in
+// `pool` before: a plan's builder and loader intern every graph (docs/scale.md, "Memory per op").
+void internAttrs(Graph& g, AttrsPool& pool);
 
 }  // namespace paraproof

@@ -151,11 +151,11 @@ std::vector<Item> buildCatalog() {
         auto relink = [&](int src, int dst) {
           const std::string inst = "p2p:" + name + ":" + std::to_string(src) + "->" + std::to_string(dst);
           Op& s = opById(w.dev(src), "send:" + name);
-          s.attrs["peer"] = dst;
-          s.attrs["instance"] = inst;
+          s.attrs.set("peer", dst);
+          s.attrs.set("instance", inst);
           Op& rv = opById(w.dev(dst), name);
-          rv.attrs["peer"] = src;
-          rv.attrs["instance"] = inst;
+          rv.attrs.set("peer", src);
+          rv.attrs.set("instance", inst);
           w.changed(src, "send:" + name);
           w.changed(dst, name);
         };
@@ -267,8 +267,8 @@ std::vector<Item> buildCatalog() {
           std::vector<int> g;
           for (int i = 0; i < tp; ++i)
             g.push_back(base + i);
-          o.attrs["group"] = g;
-          o.attrs["instance"] = id + "@tpgrad" + std::to_string(base);
+          o.attrs.set("group", g);
+          o.attrs.set("instance", id + "@tpgrad" + std::to_string(base));
           w.changed(d.rank, id);
         }
       });
@@ -277,8 +277,9 @@ std::vector<Item> buildCatalog() {
       "The data-parallel gradient all-reduce averages instead of summing although the loss is already "
       "divided "
       "by the global token count, so gradients come out dp times too small.",
-      "Megatron-LM / PyTorch DDP loss-scaling changes", {.dp = 2},
-      [](Where& w) { onEveryMember(w, gradBucket(w), [](Device&, Op& o) { o.attrs["reduce"] = "avg"; }); });
+      "Megatron-LM / PyTorch DDP loss-scaling changes", {.dp = 2}, [](Where& w) {
+        onEveryMember(w, gradBucket(w), [](Device&, Op& o) { o.attrs.set("reduce", "avg"); });
+      });
 
   add("rw03-loss-local-token-count", "loss normalisation",
       "Each data-parallel rank divides its loss by its own number of valid tokens instead of the global "
@@ -384,8 +385,8 @@ std::vector<Item> buildCatalog() {
         Op& o = opById(d, id);
         const int64_t start = o.attrs.at("start").get<int64_t>(), end = o.attrs.at("end").get<int64_t>();
         const int64_t extent = d.graph.values[o.inputs[0]].type.shape.at(0);
-        o.attrs["start"] = (start + (end - start)) % extent;
-        o.attrs["end"] = o.attrs["start"].get<int64_t>() + (end - start);
+        o.attrs.set("start", (start + (end - start)) % extent);
+        o.attrs.set("end", o.attrs["start"].get<int64_t>() + (end - start));
         w.changed(w.site.rank, id);
       },
       "llama3-8b", "dp=2,tp=2,pp=2,mb=2,zero=2");
@@ -421,7 +422,7 @@ std::vector<Item> buildCatalog() {
         onEveryMember(w, id, [](Device&, Op& o) {
           std::vector<int> g = groupOf(o);
           std::reverse(g.begin(), g.end());
-          o.attrs["group"] = g;
+          o.attrs.set("group", g);
         });
       },
       "llama3-8b", "dp=2,tp=2,pp=2,mb=2,zero=3");
@@ -463,8 +464,8 @@ std::vector<Item> buildCatalog() {
             throw std::invalid_argument(
                 "on rank " + std::to_string(w.site.rank) +
                 " the zig-zag and the contiguous chunk coincide; choose another rank");
-          o.attrs["start"] = contiguous;
-          o.attrs["end"] = contiguous + len;
+          o.attrs.set("start", contiguous);
+          o.attrs.set("end", contiguous + len);
           w.changed(w.site.rank, id);
         }
       },
@@ -540,7 +541,7 @@ std::vector<Item> buildCatalog() {
           Op& o = opById(w.dev(r), id);
           std::vector<int> g = groupOf(o);
           std::reverse(g.begin(), g.end());
-          o.attrs["group"] = g;
+          o.attrs.set("group", g);
           w.changed(r, id);
         }
       },
@@ -565,8 +566,8 @@ std::vector<Item> buildCatalog() {
         const std::vector<int> dp = groupOf(opById(w.here(), gradBucket(w)));
         for (int r : dp) {
           Op& o = opById(w.dev(r), id);
-          o.attrs["group"] = dp;
-          o.attrs["instance"] = id + "@dp" + std::to_string(dp.front());
+          o.attrs.set("group", dp);
+          o.attrs.set("instance", id + "@dp" + std::to_string(dp.front()));
           w.changed(r, id);
         }
       },
@@ -592,8 +593,8 @@ std::vector<Item> buildCatalog() {
           if (d.graph.findOp(id) == kNone) continue;
           const std::vector<int> ep = groupOf(opById(d, dispatch));
           Op& o = opById(d, id);
-          o.attrs["group"] = ep;
-          o.attrs["instance"] = id + "@ep" + std::to_string(ep.front());
+          o.attrs.set("group", ep);
+          o.attrs.set("instance", id + "@ep" + std::to_string(ep.front()));
           w.changed(d.rank, id);
         }
       },

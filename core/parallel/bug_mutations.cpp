@@ -56,7 +56,7 @@ void toIdentity(Device&, Op& o) {
 void setEps(Where& w, int rank) {
   const std::string id = w.mb(w.layer("attention_norm.out"));
   Op& o = opById(w.dev(rank), id);
-  o.attrs["eps"] = 1e-3;
+  o.attrs.set("eps", 1e-3);
   w.changed(rank, id);
 }
 
@@ -64,7 +64,7 @@ void setAttentionScale(Where& w, int rank) {
   const std::string id = w.mb(w.layer("attention.core.out"));
   Op& o = opById(w.dev(rank), id);
   const double scale = o.attrs.at("scale").get<double>();
-  o.attrs["scale"] = scale * scale;  // 1/d instead of 1/sqrt(d)
+  o.attrs.set("scale", scale * scale);  // 1/d instead of 1/sqrt(d)
   w.changed(rank, id);
 }
 

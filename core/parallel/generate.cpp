@@ -330,6 +330,10 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
   plan.mesh = meshOf(d);
   plan.logical.name = model.name;
   plan.state = buildProgram(model, shape, ShardContext(), spec.schedule, plan.logical, nullptr);
+  // Every graph's attribute objects are interned as it is built: the devices repeat the logical graph's and
+  // each other's (the same dims, shapes and groups), and the peak stays one device's unshared objects.
+  AttrsPool attrsPool;
+  internAttrs(plan.logical, attrsPool);
   // The compact form states whole replicas along the mesh axis dp (dp / ep coordinates).
   const auto dpAxis = std::find(plan.mesh.axes.begin(), plan.mesh.axes.end(), "dp");
   const int64_t replicas =
@@ -357,6 +361,7 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
     dev.coord = coordOf(plan.mesh, d, at);
     dev.graph.name = "rank" + std::to_string(r);
     buildProgram(model, shape, ShardContext(d, at), spec.schedule, dev.graph, &dev.lineage);
+    internAttrs(dev.graph, attrsPool);
     plan.devices.push_back(std::move(dev));
   }
   const Generation generation{model, spec, shape.layers};

@@ -136,7 +136,7 @@ std::optional<std::string> mutateConstant(Plan& plan, MutationRng& rng) {
   if (sites.empty()) return std::nullopt;
   const AttrSite& s =
       pickSpread(rng, sites, [&](const AttrSite& a) { return kindAt(plan, a.at) + "." + a.key; });
-  Json& a = plan.devices[s.at.device].graph.ops[s.at.op].attrs[s.key];
+  Json& a = plan.devices[s.at.device].graph.ops[s.at.op].attrs.edit()[s.key];
   std::string before = a.dump();
   if (a.is_number_float()) {
     a = mutatedConstant(a.get<double>(), rng);
@@ -182,7 +182,7 @@ std::optional<std::string> mutateInteger(Plan& plan, MutationRng& rng) {
   const std::string label = where(plan, s.at);
   std::string change;
   onInstance(plan, s.at, [&](Op& op) {
-    Json& a = s.entry < 0 ? op.attrs[s.key] : op.attrs[s.key][s.entry];
+    Json& a = s.entry < 0 ? op.attrs.edit()[s.key] : op.attrs.edit()[s.key][s.entry];
     change = s.key + (s.entry < 0 ? "" : "[" + std::to_string(s.entry) + "]") + " " + a.dump() + " -> " +
              std::to_string(a.get<int64_t>() + delta);
     a = a.get<int64_t>() + delta;
@@ -272,7 +272,7 @@ std::optional<std::string> changeCollective(Plan& plan, MutationRng& rng) {
     onInstance(plan, s, [](Op& op) {
       op.kind = "all_reduce";
       op.attrs.erase("src");
-      op.attrs["reduce"] = "sum";
+      op.attrs.set("reduce", "sum");
     });
     return label + ": broadcast -> all_reduce sum";
   }
@@ -282,7 +282,7 @@ std::optional<std::string> changeCollective(Plan& plan, MutationRng& rng) {
     onInstance(plan, s, [&](Op& op) {
       op.kind = "broadcast";
       op.attrs.erase("reduce");
-      op.attrs["src"] = src;
+      op.attrs.set("src", src);
     });
     return label + ": all_reduce -> broadcast from rank " + std::to_string(src);
   }
@@ -291,7 +291,7 @@ std::optional<std::string> changeCollective(Plan& plan, MutationRng& rng) {
   const std::string before = first.attrs.value("reduce", "sum");
   kinds.erase(std::remove(kinds.begin(), kinds.end(), before), kinds.end());
   const std::string after = rng.pick(kinds);
-  onInstance(plan, s, [&](Op& op) { op.attrs["reduce"] = after; });
+  onInstance(plan, s, [&](Op& op) { op.attrs.set("reduce", after); });
   return label + ": reduce " + before + " -> " + after;
 }
 
@@ -322,7 +322,7 @@ std::optional<std::string> changeGroup(Plan& plan, MutationRng& rng) {
     size_t other = (pos + 1 + rng.below(groupA.size() - 1)) % groupA.size();
     std::vector<int> g = groupA;
     std::swap(g[pos], g[other]);
-    onInstance(plan, s, [&](Op& op) { op.attrs["group"] = g; });
+    onInstance(plan, s, [&](Op& op) { op.attrs.set("group", g); });
     return label + ": group " + Json(groupA).dump() + " -> " + Json(g).dump();
   }
   std::vector<std::string> names;
@@ -343,8 +343,8 @@ std::optional<std::string> changeGroup(Plan& plan, MutationRng& rng) {
     for (const OpSite& m : members) {
       Op& op = plan.devices[m.device].graph.ops[m.op];
       const bool moves = plan.devices[m.device].rank == mover;
-      op.attrs["group"] = moves ? moveGroup : stayGroup;
-      op.attrs["instance"] = moves ? move : stay;
+      op.attrs.set("group", moves ? moveGroup : stayGroup);
+      op.attrs.set("instance", moves ? move : stay);
     }
   };
   retarget(membersA, a, instA, newA, instB, newB);
@@ -405,8 +405,8 @@ std::optional<std::string> shiftSlice(Plan& plan, MutationRng& rng) {
     if (end < in[dim]) deltas.push_back(1);
     if (deltas.empty()) continue;
     const int64_t d = rng.pick(deltas);
-    op.attrs["start"] = start + d;
-    op.attrs["end"] = end + d;
+    op.attrs.set("start", start + d);
+    op.attrs.set("end", end + d);
     return opLabel(plan, s.device, s.op) + ": [" + std::to_string(start) + ", " + std::to_string(end) +
            ") -> [" + std::to_string(start + d) + ", " + std::to_string(end + d) + ") along dim " +
            std::to_string(dim);
@@ -512,14 +512,14 @@ std::optional<std::string> swapSendPeers(Plan& plan, MutationRng& rng) {
   const int c = plan.devices[y.send.device].rank, e = plan.devices[y.recv.device].rank;
   const std::string ix = instanceOf(xs) + "~to" + std::to_string(e),
                     iy = instanceOf(ys) + "~to" + std::to_string(b);
-  xs.attrs["peer"] = e;
-  xs.attrs["instance"] = ix;
-  yr.attrs["peer"] = a;
-  yr.attrs["instance"] = ix;
-  ys.attrs["peer"] = b;
-  ys.attrs["instance"] = iy;
-  xr.attrs["peer"] = c;
-  xr.attrs["instance"] = iy;
+  xs.attrs.set("peer", e);
+  xs.attrs.set("instance", ix);
+  yr.attrs.set("peer", a);
+  yr.attrs.set("instance", ix);
+  ys.attrs.set("peer", b);
+  ys.attrs.set("instance", iy);
+  xr.attrs.set("peer", c);
+  xr.attrs.set("instance", iy);
   return "send '" + xs.id + "' rank " + std::to_string(a) + " -> " + std::to_string(b) + " and send '" +
          ys.id + "' rank " + std::to_string(c) + " -> " + std::to_string(e) + " trade destinations";
 }
@@ -1109,7 +1109,7 @@ Device retarget(const Device& dOld, const Device& dNew, const Device& sOld) {
     if (io == kNone || is == kNone) continue;
     const Json &od = dOld.graph.ops[io].attrs, &os = sOld.graph.ops[is].attrs;
     for (const auto& [k, v] : os.items())
-      if (od.value(k, Json()) != v && op.attrs.value(k, Json()) == od.value(k, Json())) op.attrs[k] = v;
+      if (od.value(k, Json()) != v && op.attrs.value(k, Json()) == od.value(k, Json())) op.attrs.set(k, v);
   }
   out.lineage.clear();
   for (const auto& [v, lin] : dNew.lineage) {

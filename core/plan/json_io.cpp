@@ -52,6 +52,7 @@ class PlanReader {
                      {"inputs", "ops", "outputs", "state"});
       plan_.logical.name = "logical";
       readGraph(top.required("logical"), "/logical", source_, plan_.logical);
+      internAttrs(plan_.logical, attrsPool_);
       tally(plan_.logical, "/logical");
       logicalOk_ = true;
     });
@@ -205,6 +206,7 @@ class PlanReader {
     d.graph.name = "rank " + std::to_string(d.rank);
     if (logicalOk_) checkInputBoxes(j, at, source_, plan_.logical);
     readGraph(j, at, source_, d.graph);
+    internAttrs(d.graph, attrsPool_);
     tally(d.graph, at);
     if (const Json* lin = r.find("lineage")) {
       if (!lin->is_object())
@@ -258,6 +260,7 @@ class PlanReader {
 
   const std::string& source_;
   Plan plan_;
+  AttrsPool attrsPool_;  // equal attribute objects of all graphs loaded as one
   bool logicalOk_ = false;
   int64_t planElements_ = 0;
   std::vector<Diagnostic> diags_;

@@ -432,19 +432,24 @@ class Folder {
     t.rank = static_cast<int>(rankAt(t.coord));
     t.graph.name = "rank" + std::to_string(t.rank);
     for (Op& op : t.graph.ops) {
-      bool own = false;
-      for (auto& [key, value] : op.attrs.items()) {
-        if (!isRankKey(key) || kindOf(value, base.coord) != RankKind::Own) continue;
-        own = true;
+      // Only an op that names a rank of its own replica changes (and gets its own attribute object).
+      const auto own = [&](const std::string& key, const Json& value) {
+        return isRankKey(key) && kindOf(value, base.coord) == RankKind::Own;
+      };
+      const auto items = op.attrs.items();
+      if (std::none_of(items.begin(), items.end(), [&](const auto& i) { return own(i.key(), i.value()); }))
+        continue;
+      Json& attrs = op.attrs.edit();
+      for (auto& [key, value] : attrs.items()) {
+        if (!own(key, value)) continue;
         if (value.is_array())
           for (Json& r : value)
             r = advance(r.get<int64_t>(), delta);
         else
           value = advance(value.get<int64_t>(), delta);
       }
-      if (own && op.attrs.contains("instance"))
-        op.attrs["instance"] =
-            op.attrs["instance"].dump() + "@" + plan_.mesh.axes[a_] + "=" + std::to_string(k);
+      if (attrs.contains("instance"))
+        attrs["instance"] = attrs["instance"].dump() + "@" + plan_.mesh.axes[a_] + "=" + std::to_string(k);
     }
     for (auto& [v, lin] : t.lineage) {
       moveBoxes(v, lin, l, delta);
@@ -514,8 +519,11 @@ class Folder {
           moves = moves || line.steps.box.count({v, i}) > 0;
         if (moves) out.parameter.varying.insert({index, v});
       }
-      for (Op& op : dev.graph.ops)
-        for (auto& [key, value] : op.attrs.items()) {
+      for (Op& op : dev.graph.ops) {
+        const auto items = op.attrs.items();
+        if (std::none_of(items.begin(), items.end(), [](const auto& i) { return isRankKey(i.key()); }))
+          continue;
+        for (auto& [key, value] : op.attrs.edit().items()) {
           if (!isRankKey(key)) continue;
           if (kindOf(value, src.coord) == RankKind::Lines) {
             Json shrunk = Json::array();
@@ -539,6 +547,7 @@ class Folder {
           }
           value = mapped;
         }
+      }
       for (auto& [v, lin] : dev.lineage) {
         // A box on a folded dimension must move with its replica: a fixed box (the first quarter of the
         // batch on every replica) would stand for another part of the scaled batch than at full size.

@@ -685,7 +685,7 @@ class MicroBatchFolder {
             v = cloneId.at({j, v});
           auto inst = clone.attrs.find("instance");
           if (inst != clone.attrs.end() && inst->is_string())
-            *inst = inst->get<std::string>() + "@mb=" + std::to_string(j);
+            clone.attrs.set("instance", inst->get<std::string>() + "@mb=" + std::to_string(j));
           cloneOp[{j, o}] = static_cast<OpId>(h.ops.size());
           emit(std::move(clone));
         }

@@ -132,7 +132,7 @@ inline Plan generatedPlanWithBug(QString* what) {
   for (const char* key : {"divisor", "factor", "value", "exponent"})
     for (Op& op : dev.graph.ops)
       if (op.attrs.contains(key) && op.attrs[key].is_number() && op.attrs[key].get<double>() != 0) {
-        op.attrs[key] = op.attrs[key].get<double>() * 2;
+        op.attrs.set(key, op.attrs[key].get<double>() * 2);
         record(QStringLiteral("rank %1 op %2 uses %3 twice as large as the other ranks")
                    .arg(dev.rank)
                    .arg(QString::fromStdString(op.id), key));
