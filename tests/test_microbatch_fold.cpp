@@ -9,6 +9,8 @@
 #include "core/parallel/bugs.h"
 #include "core/parallel/generate.h"
 #include "core/plan/json_io.h"
+#include "core/stage/count_degree.h"
+#include "core/stage/fold.h"
 #include "core/stage/microbatch_fold.h"
 #include "core/verify/verify.h"
 
@@ -298,6 +300,42 @@ class TestMicroBatchFold : public QObject {
     QCOMPARE(fp.plan.devices.size(), plan.devices.size());
     for (size_t d = 0; d < plan.devices.size(); ++d)
       QVERIFY(fp.plan.devices[d].graph.ops.size() < plan.devices[d].graph.ops.size());
+  }
+
+  // Condition D looks the fold parameters up through stage::FoldIndex (flat bitmaps built once): it must
+  // answer exactly what the parameter's sets answer, for every device, op, value and logical axis of the
+  // folded plans, and give every stage the counts the sets give (core/stage/count_degree.h).
+  void foldIndexAnswersAsTheParameterSets() {
+    const Plan plan = generated("llama-micro", "dp=8,tp=2,pp=2,mb=8");
+    const stage::FoldedPlan replicas = stage::foldReplicas(plan);
+    QVERIFY(replicas.folded);
+    const stage::FoldedPlan copies = stage::foldMicroBatches(replicas.plan, 0, &replicas.parameter);
+    QVERIFY(copies.folded);
+    for (const auto& [params, p] : {std::pair{&replicas.parameter, &replicas.plan},
+                                    {&copies.parameter, &copies.plan},
+                                    {&copies.carried, &copies.plan}}) {
+      const stage::FoldParameter& t = *params;
+      QVERIFY(!t.sums.empty() || !t.varying.empty() || !t.logicalAxes.empty());
+      const stage::FoldIndex index(t);
+      QCOMPARE(index.empty(), t.empty());
+      for (size_t d = 0; d < p->devices.size() + 2; ++d) {
+        const size_t ids =
+            d < p->devices.size()
+                ? std::max(p->devices[d].graph.ops.size(), p->devices[d].graph.values.size()) + 3
+                : 3;
+        for (int32_t id = -1; id < static_cast<int32_t>(ids); ++id) {
+          QCOMPARE(index.sums(d, id), t.sums.count({d, id}) > 0);
+          QCOMPARE(index.averages(d, id), t.averages.count({d, id}) > 0);
+          QCOMPARE(index.varying(d, id), t.varying.count({d, id}) > 0);
+        }
+      }
+      for (int32_t v = -1; v < static_cast<int32_t>(p->logical.values.size()) + 3; ++v)
+        for (int a = -1; a < 8; ++a)
+          QCOMPARE(index.logicalAxis(v, a), t.logicalAxes.count({v, a}) > 0);
+    }
+    // A bug stays caught with the index in verifyPlan's cut pass, folded as unfolded.
+    const Plan bug = generated("llama-micro", "dp=8,tp=2,pp=2,mb=8", "tv01-allreduce-missing@layer=1,mb=5");
+    QCOMPARE(verify::verdictName(run(bug, true).verdict), "not_equivalent");
   }
 };
 

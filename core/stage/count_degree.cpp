@@ -8,7 +8,9 @@
 #include <climits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "core/ops/registry.h"
 #include "core/stage/count_models.h"
@@ -53,7 +55,7 @@ Tracks combine(const std::string& op, const std::vector<Tracks>& in, Atoms& atom
 
 class Degree {
  public:
-  Degree(const Plan& plan, const Stage& s, const FoldParameter& t) : plan_(plan), stage_(s), t_(t) {}
+  Degree(const Plan& plan, const Stage& s, const FoldIndex& t) : plan_(plan), stage_(s), t_(t) {}
   Degree(const Plan& plan, const Stage& s, const AxisPredicate& inClass)
       : plan_(plan), stage_(s), t_(none_), inClass_(&inClass) {}
 
@@ -64,7 +66,7 @@ class Degree {
       const size_t d = static_cast<size_t>(dop.device);
       const Device& dev = plan_.devices[d];
       for (ValueId v : dev.graph.ops[static_cast<size_t>(dop.op)].inputs)
-        if (t_.varying.count({d, v}))
+        if (t_.varying(d, v))
           if (auto lin = dev.lineage.find(v); lin != dev.lineage.end()) summedOwn_.insert(lin->second.tensor);
     }
     logical();
@@ -88,7 +90,7 @@ class Degree {
   // Whether axis `a` of value `v` of graph `g` (0: logical, d + 1: device d) scales with the parameter.
   bool scaledAxis(size_t g, ValueId v, int a) const {
     if (inClass_) return (*inClass_)(g, v, a);
-    return g == 0 && t_.logicalAxes.count({v, a}) > 0;
+    return g == 0 && t_.logicalAxis(v, a);
   }
 
   bool scaledValue(size_t g, ValueId v) const {
@@ -109,7 +111,7 @@ class Degree {
   Tracks deviceValue(size_t d, ValueId v) {
     auto it = device_.find({d, v});
     if (it != device_.end()) return it->second;
-    return input(inClass_ ? scaledValue(d + 1, v) : t_.varying.count({d, v}) > 0);
+    return input(inClass_ ? scaledValue(d + 1, v) : t_.varying(d, v));
   }
 
   // An op's reductions and counts over scaled axes (graph g: 0 logical, d + 1 device d): a reduction over a
@@ -120,6 +122,8 @@ class Degree {
     ops::AxisInfo info;
     if (def && def->axes) {
       std::vector<TensorType> ti, to;
+      ti.reserve(op.inputs.size());
+      to.reserve(op.outputs.size());
       for (ValueId v : op.inputs)
         ti.push_back(graph.values[v].type);
       for (ValueId v : op.outputs)
@@ -163,6 +167,7 @@ class Degree {
                                              : op.outputs.at(static_cast<size_t>(port - nIn));
                 return scaledAxis(g, v, axis);
               }};
+    use.types.reserve(op.inputs.size());
     for (ValueId v : op.inputs)
       use.types.push_back(graph.values[v].type);
     if (std::optional<std::vector<Tracks>> fused = fusedOutputs(use, atoms_)) return *fused;
@@ -190,6 +195,32 @@ class Degree {
     std::map<std::string, Tracks> sent;          // "from>to#instance" -> the operand sent
     // An op that does not communicate gives the same outputs for the same inputs: not recomputed.
     std::vector<std::vector<Tracks>> seen(stage_.deviceOps.size());
+    // What each op's communication is keyed by, computed once (the passes below revisit every op).
+    struct Comm {
+      bool p2p = false, collective = false, send = false, group = false;
+      std::string key;  // p2p: "from>to#instance"; collective: the instance
+    };
+    std::vector<Comm> comm(stage_.deviceOps.size());
+    for (size_t i = 0; i < stage_.deviceOps.size(); ++i) {
+      const DeviceOp& dop = stage_.deviceOps[i];
+      const Device& dev = plan_.devices[static_cast<size_t>(dop.device)];
+      const Op& op = dev.graph.ops[static_cast<size_t>(dop.op)];
+      Comm& c = comm[i];
+      c.p2p = op.kind == "send" || op.kind == "recv";
+      c.send = op.kind == "send";
+      c.group = op.attrs.contains("group");
+      c.collective = !c.p2p && c.group;
+      if (!c.p2p && !c.collective) continue;
+      const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
+      if (c.p2p) {
+        const int peer = op.attrs.value("peer", -1);
+        const std::string key = c.send ? std::to_string(dev.rank) + ">" + std::to_string(peer)
+                                       : std::to_string(peer) + ">" + std::to_string(dev.rank);
+        c.key = key + "#" + inst;
+      } else {
+        c.key = inst;
+      }
+    }
     for (size_t pass = 0; pass <= stage_.deviceOps.size(); ++pass) {
       bool changed = false;
       for (size_t i = 0; i < stage_.deviceOps.size(); ++i) {
@@ -197,34 +228,32 @@ class Degree {
         const size_t d = static_cast<size_t>(dop.device);
         const Device& dev = plan_.devices[d];
         const Op& op = dev.graph.ops[static_cast<size_t>(dop.op)];
+        const Comm& c = comm[i];
         std::vector<Tracks> in;
+        in.reserve(op.inputs.size());
         for (ValueId v : op.inputs)
           in.push_back(deviceValue(d, v));
-        const bool communicates = op.kind == "send" || op.kind == "recv" || op.attrs.contains("group");
+        const bool communicates = c.p2p || c.collective;
         if (!communicates) {
           if (pass > 0 && in == seen[i]) continue;
           seen[i] = in;
         }
         std::vector<Tracks> outs = outputs(d + 1, dev.graph, op, std::move(in), inClass_ != nullptr);
         Tracks out = outs.empty() ? Tracks{} : outs[0];
-        const std::string inst = op.attrs.contains("instance") ? op.attrs["instance"].dump() : "";
-        if (op.kind == "send" || op.kind == "recv") {
-          const int peer = op.attrs.value("peer", -1);
-          const std::string key = op.kind == "send" ? std::to_string(dev.rank) + ">" + std::to_string(peer)
-                                                    : std::to_string(peer) + ">" + std::to_string(dev.rank);
-          Tracks& s = sent[key + "#" + inst];
-          if (op.kind == "send") {
+        if (c.p2p) {
+          Tracks& s = sent[c.key];
+          if (c.send) {
             changed = grow(s, out) || changed;
             continue;
           }
           out = s;
-        } else if (op.attrs.contains("group")) {
+        } else if (c.collective) {
           // A collective: output k is what every member contributed as operand k (a bucketed all-reduce
           // has several), summed over the members for a sum, and divided again for an avg.
-          const bool sums = t_.sums.count({d, dop.op}) || t_.averages.count({d, dop.op});
-          const bool averages = t_.averages.count({d, dop.op}) > 0;
+          const bool sums = t_.sums(d, dop.op) || t_.averages(d, dop.op);
+          const bool averages = t_.averages(d, dop.op);
           for (size_t k = 0; k < op.outputs.size(); ++k) {
-            Tracks& all = collectiveIn[inst + "#" + std::to_string(k)];
+            Tracks& all = collectiveIn[c.key + "#" + std::to_string(k)];
             changed = grow(all, outs.size() == 1 ? out : outs[k]) || changed;
             Tracks o = sums ? summed(all) : all;
             if (averages) o = divided(o);
@@ -232,7 +261,7 @@ class Degree {
           }
           continue;
         }
-        const bool accumulates = t_.sums.count({d, dop.op}) && !op.attrs.contains("group");
+        const bool accumulates = t_.sums(d, dop.op) && !c.group;
         for (size_t k = 0; k < op.outputs.size(); ++k) {
           const Tracks o = outs.size() == 1 ? out : outs[k];
           changed = grow(device_[{d, op.outputs[k]}], accumulates ? summed(o) : o) || changed;
@@ -248,22 +277,46 @@ class Degree {
     return !(into == before);
   }
 
-  static inline const FoldParameter none_{};
+  static inline const FoldIndex none_{FoldParameter{}};
   const Plan& plan_;
   const Stage& stage_;
-  const FoldParameter& t_;
+  const FoldIndex& t_;
   const AxisPredicate* inClass_ = nullptr;
   std::set<std::string> summedOwn_;
   Atoms atoms_;
-  std::map<ValueId, Tracks> logical_;
-  std::map<std::pair<size_t, ValueId>, Tracks> device_;
+  struct DeviceValueHash {
+    size_t operator()(const std::pair<size_t, ValueId>& k) const {
+      return std::hash<uint64_t>{}(static_cast<uint64_t>(k.first) << 32 ^ static_cast<uint32_t>(k.second));
+    }
+  };
+  std::unordered_map<ValueId, Tracks> logical_;                                     // looked up, never walked
+  std::unordered_map<std::pair<size_t, ValueId>, Tracks, DeviceValueHash> device_;  // likewise
 };
 
 }  // namespace
 
-int countsNeeded(const Plan& plan, const Stage& stage, const FoldParameter& t) {
+FoldIndex::FoldIndex(const FoldParameter& t) : empty_(t.empty()) {
+  for (const auto& [v, a] : t.logicalAxes)
+    logicalAxes_.insert(key(v, a));
+  for (const auto& [part, into] :
+       {std::pair{&t.sums, &sums_}, {&t.averages, &averages_}, {&t.varying, &varying_}})
+    for (const auto& [d, id] : *part) {
+      if (id < 0) throw std::logic_error("FoldParameter: a negative id");
+      if (into->size() <= d) into->resize(d + 1);
+      std::vector<bool>& bits = (*into)[d];
+      if (bits.size() <= static_cast<size_t>(id)) bits.resize(static_cast<size_t>(id) + 1, false);
+      bits[static_cast<size_t>(id)] = true;
+    }
+}
+
+int countsNeeded(const Plan& plan, const Stage& stage, const FoldIndex& t) {
   if (t.empty()) return 1;
   return Degree(plan, stage, t).run();
+}
+
+int countsNeeded(const Plan& plan, const Stage& stage, const FoldParameter& t) {
+  if (t.empty()) return 1;
+  return countsNeeded(plan, stage, FoldIndex(t));
 }
 
 int classCountsNeeded(const Plan& plan, const Stage& stage, const AxisPredicate& inClass) {

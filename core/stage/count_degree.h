@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <set>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "core/plan/plan.h"
 #include "core/stage/reduce.h"
@@ -25,10 +28,36 @@ struct FoldParameter {
   bool empty() const { return logicalAxes.empty() && sums.empty() && averages.empty(); }
 };
 
+// A FoldParameter's sets as flat per-device bitmaps and a hash set: the same membership in O(1), without a
+// tree walk per lookup (condition D runs over every stage of every size point). Built once per parameter;
+// answers exactly what the parameter's sets answer (tests/test_microbatch_fold.cpp checks this).
+class FoldIndex {
+ public:
+  explicit FoldIndex(const FoldParameter& t);
+  bool logicalAxis(ValueId v, int a) const { return logicalAxes_.count(key(v, a)) > 0; }
+  bool sums(size_t d, OpId o) const { return has(sums_, d, o); }
+  bool averages(size_t d, OpId o) const { return has(averages_, d, o); }
+  bool varying(size_t d, ValueId v) const { return has(varying_, d, v); }
+  bool empty() const { return empty_; }
+
+ private:
+  using Bits = std::vector<std::vector<bool>>;  // [device][id]
+  static uint64_t key(ValueId v, int a) {       // one-to-one: both halves kept whole
+    return static_cast<uint64_t>(static_cast<uint32_t>(v)) << 32 | static_cast<uint32_t>(a);
+  }
+  static bool has(const Bits& b, size_t d, int64_t id) {
+    return d < b.size() && id >= 0 && static_cast<size_t>(id) < b[d].size() && b[d][static_cast<size_t>(id)];
+  }
+  std::unordered_set<uint64_t> logicalAxes_;
+  Bits sums_, averages_, varying_;
+  bool empty_ = true;
+};
+
 // The number of distinct counts at which the stage must verify for it to verify at every count: 1 + the
 // largest width, over its obligations, of the exponents of t that one monomial of the stage's inputs can
 // carry on either side (an over-approximation from the ops).
 int countsNeeded(const Plan& plan, const Stage& stage, const FoldParameter& t);
+int countsNeeded(const Plan& plan, const Stage& stage, const FoldIndex& t);  // the same, index built once
 
 // Condition D for shape reduction, per axis class (docs/soundness.md, "Size points"): the parameter is the
 // extent t of one class; `inClass(graph, value, dim)` says which axes it holds (graph 0 is the logical graph,

@@ -700,8 +700,9 @@ class PointRun {
            {Parameter{&replicas, "replica"}, Parameter{&mbFolded().parameter, "micro-batch"}}) {
         if (t->empty()) continue;
         std::vector<int> need(stages.size(), 1);
+        const stage::FoldIndex index(*t);  // built once: every stage looks its ops and values up in it
         parallelFor(stages.size(), opt.jobs,
-                    [&](size_t i) { need[i] = stage::countsNeeded(work(), stages[i], *t); });
+                    [&](size_t i) { need[i] = stage::countsNeeded(work(), stages[i], index); });
         const auto worst = std::max_element(need.begin(), need.end());
         if (worst == need.end()) continue;
         (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
@@ -718,8 +719,10 @@ class PointRun {
       }
     }
     domains = stage::intDomains(work());
-    for (const auto& s : stages)
-      rep.stages.push_back(describe(work(), s));
+    const size_t described = rep.stages.size();
+    rep.stages.resize(described + stages.size());
+    parallelFor(stages.size(), opt.jobs,
+                [&](size_t i) { rep.stages[described + i] = describe(work(), stages[i]); });
     rep.results.resize(stages.size());
     for (size_t i = 0; i < stages.size(); ++i) {
       rep.results[i].stage = static_cast<int>(i);
