@@ -8,13 +8,13 @@ view nodes from the root to it. A write computes the root's new value by undoing
 the inverse permutation, a slice written into its base with concat); an alias read after a write is made
 again from the current root by replaying its chain. What torch's schema marks as a view (`Tensor(a)`) or a
 write (`Tensor(a!)`) decides, not a list of names. A write through a view that cannot be undone (expand,
-as_strided) poisons the storage: an error naming the line where the plan needs a value of it.
+an overlapping as_strided) poisons the storage: an error naming the line where the plan needs a value of it.
 """
 import operator
 
 import torch
 
-from . import _aten
+from . import _aten, _strided
 
 # Views that only reinterpret the shape: undone by reshaping back.
 _RESHAPES = {"view", "_unsafe_view", "reshape", "_reshape_alias", "unsqueeze", "squeeze", "flatten", "unflatten",
@@ -200,6 +200,11 @@ class Memory:
             if end < base_shape[dim]:
                 parts.append(c.emit("slice", [before], {"dim": dim, "start": end, "end": base_shape[dim]}))
             return parts[0] if len(parts) == 1 else c.emit("concat", parts, {"dim": dim})
+        if name == "as_strided":  # autograd's CopySlices: the gradient written back into its base
+            try:
+                return _strided.unview(c, v, before, written)
+            except _aten._Unsupported as u:
+                return _aten.Poison(f"{loc}: {u} in {c.where}")
         if name in _SPLITS:
             dim = _aten._norm_dim(_arg(v, 2 if name != "unbind" else 1, 0), len(base_shape))
             if name == "unbind":
