@@ -151,6 +151,23 @@ def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async
     return _done(async_op)
 
 
+def _stacked(output, input_list, what, ranks):
+    """reduce_scatter's list form: piece i goes to member i, so it is the tensor form on the pieces stacked."""
+    if len(input_list) != len(ranks) or any(t.shape != output.shape for t in input_list):
+        raise ImportTorchError(f"{script_line()}: {what} of {len(input_list)} pieces on a group of {len(ranks)} "
+                               f"ranks (one piece per rank, each of the output's shape {tuple(output.shape)})")
+    return torch.stack(list(input_list))
+
+
+def reduce_scatter(output, input_list, op=dist.ReduceOp.SUM, group=None, async_op=False):
+    ranks = _group_ranks(group, "reduce_scatter")
+    red = _reduce_name(op, "reduce_scatter", ("sum", "avg"))
+    with torch.no_grad():
+        stacked = _stacked(output, input_list, "reduce_scatter", ranks)
+        output.copy_(torch.ops.paraproof.reduce_scatter(stacked, red, 0, ranks, _instance(ranks))[0])
+    return _done(async_op)
+
+
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op=False):
     ranks = _group_ranks(group, "all_to_all_single")
@@ -236,7 +253,8 @@ _PATCHES = {
     "_all_gather_base": lambda out, inp, group=None, async_op=False: all_gather_into_tensor(out, inp, group,
                                                                                             async_op),
     "all_gather": all_gather, "reduce_scatter_tensor": reduce_scatter_tensor,
-    "_reduce_scatter_base": reduce_scatter_tensor, "all_to_all_single": all_to_all_single,
+    "_reduce_scatter_base": reduce_scatter_tensor, "reduce_scatter": reduce_scatter,
+    "all_to_all_single": all_to_all_single,
     "broadcast": broadcast, "send": send, "recv": recv, "isend": isend, "irecv": irecv,
     "new_group": new_group, "get_rank": get_rank, "get_world_size": get_world_size, "barrier": barrier,
     "init_process_group": lambda *a, **k: None, "destroy_process_group": lambda *a, **k: None,

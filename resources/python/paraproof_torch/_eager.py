@@ -241,6 +241,13 @@ class _Rank:
     def op__reduce_scatter_base(self, output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
         return self.op_reduce_scatter_tensor(output, input, op, group, async_op)
 
+    def op_reduce_scatter(self, output, input_list, op=dist.ReduceOp.SUM, group=None, async_op=False):
+        g = self._group(group, "reduce_scatter")
+        red = _dist._reduce_name(op, "reduce_scatter", ("sum", "avg"))
+        stacked = _dist._stacked(output, input_list, "reduce_scatter", g)
+        _into(output, self._meet(g, "reduce_scatter", red, stacked)[0], "reduce_scatter")
+        return self._done(async_op)
+
     def op_all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                              async_op=False):
         g = self._group(group, "all_to_all_single")
