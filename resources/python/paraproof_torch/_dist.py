@@ -152,7 +152,8 @@ def reduce_scatter_tensor(output, input, op=dist.ReduceOp.SUM, group=None, async
 
 
 def _stacked(output, input_list, what, ranks):
-    """reduce_scatter's list form: piece i goes to member i, so it is the tensor form on the pieces stacked."""
+    """A list form (reduce_scatter, all_to_all): piece i goes to member i, so it is the tensor form on the
+    pieces stacked along a new dim 0."""
     if len(input_list) != len(ranks) or any(t.shape != output.shape for t in input_list):
         raise ImportTorchError(f"{script_line()}: {what} of {len(input_list)} pieces on a group of {len(ranks)} "
                                f"ranks (one piece per rank, each of the output's shape {tuple(output.shape)})")
@@ -165,6 +166,19 @@ def reduce_scatter(output, input_list, op=dist.ReduceOp.SUM, group=None, async_o
     with torch.no_grad():
         stacked = _stacked(output, input_list, "reduce_scatter", ranks)
         output.copy_(torch.ops.paraproof.reduce_scatter(stacked, red, 0, ranks, _instance(ranks))[0])
+    return _done(async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    ranks = _group_ranks(group, "all_to_all")
+    if len(output_tensor_list) != len(ranks):
+        raise ImportTorchError(f"{script_line()}: all_to_all into {len(output_tensor_list)} tensors on a group of "
+                               f"{len(ranks)} ranks")
+    with torch.no_grad():
+        stacked = _stacked(output_tensor_list[0], input_tensor_list, "all_to_all", ranks)
+        received = torch.ops.paraproof.all_to_all(stacked, ranks, _instance(ranks))
+        for i, t in enumerate(output_tensor_list):
+            t.copy_(received[i])
     return _done(async_op)
 
 
@@ -254,7 +268,7 @@ _PATCHES = {
                                                                                             async_op),
     "all_gather": all_gather, "reduce_scatter_tensor": reduce_scatter_tensor,
     "_reduce_scatter_base": reduce_scatter_tensor, "reduce_scatter": reduce_scatter,
-    "all_to_all_single": all_to_all_single,
+    "all_to_all": all_to_all, "all_to_all_single": all_to_all_single,
     "broadcast": broadcast, "send": send, "recv": recv, "isend": isend, "irecv": irecv,
     "new_group": new_group, "get_rank": get_rank, "get_world_size": get_world_size, "barrier": barrier,
     "init_process_group": lambda *a, **k: None, "destroy_process_group": lambda *a, **k: None,

@@ -248,6 +248,17 @@ class _Rank:
         _into(output, self._meet(g, "reduce_scatter", red, stacked)[0], "reduce_scatter")
         return self._done(async_op)
 
+    def op_all_to_all(self, output_tensor_list, input_tensor_list, group=None, async_op=False):
+        g = self._group(group, "all_to_all")
+        if len(output_tensor_list) != len(g):
+            raise ImportTorchError(f"{_dist.script_line()}: all_to_all into {len(output_tensor_list)} tensors on a "
+                                   f"group of {len(g)} ranks")
+        stacked = _dist._stacked(output_tensor_list[0], input_tensor_list, "all_to_all", g)
+        received = self._meet(g, "all_to_all", None, stacked)
+        for i, t in enumerate(output_tensor_list):
+            _into(t, received[i], "all_to_all")
+        return self._done(async_op)
+
     def op_all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                              async_op=False):
         g = self._group(group, "all_to_all_single")
