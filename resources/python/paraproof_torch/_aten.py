@@ -98,6 +98,7 @@ class Converter:
         self.ops = []
         self.used = set(reserved) | set(input_names)
         self.values = {}
+        self.masked_extents = set()  # the extents K of the reads x[mask] seen (_masked.py)
         self.cur = None  # the node being converted (for scope and ids)
         from ._storage import Memory
         self.memory = Memory(self)  # views and in-place writes as torch has them
@@ -245,11 +246,23 @@ class Converter:
         if h is None and ns == "aten" and packet.endswith("_") and not packet.endswith("__"):
             # In place: the out-of-place op gives the written tensor's new value (_storage.py its aliases').
             h = HANDLERS.get(f"aten.{packet[:-1]}.{overload}") or HANDLERS.get(f"aten.{packet[:-1]}")
+        from . import _masked
+        if any(isinstance(x, _masked.Masked) for a in args for x in (a if isinstance(a, (list, tuple)) else [a])):
+            if poisons:
+                return Poison.merge(poisons)
+            if not (ns == "aten" and packet in ("index_put", "_index_put_impl", "index_put_")):
+                return _masked.apply(self, n, self._with_defaults(target, args, kwargs), full, HANDLERS)
         if h is None:
             return self._unsupported(n, poisons, f"unsupported aten op '{full}'")
         if poisons:
             return Poison.merge(poisons)
-        # Defaults of the schema for arguments fx left out.
+        full_args = self._with_defaults(target, args, kwargs)
+        self.memory.record_call(n, h, full_args, full)
+        return h(self, n, full_args, full)
+
+    @staticmethod
+    def _with_defaults(target, args, kwargs):
+        """args completed with the schema's defaults (and kwargs) for the arguments fx left out."""
         schema_args = target._schema.arguments
         full_args = list(args)
         for i in range(len(full_args), len(schema_args)):
@@ -260,8 +273,7 @@ class Converter:
                 full_args.append(a.default_value)
             else:
                 full_args.append(None)
-        self.memory.record_call(n, h, full_args, full)
-        return h(self, n, full_args, full)
+        return full_args
 
 
 class _Record(torch.fx.Interpreter):
@@ -516,6 +528,10 @@ def _view(c, n, a, full):
 
 @handles("aten.expand")
 def _expand(c, n, a, full):
+    from . import _masked
+    g = _masked.gradient_broadcast(c, n, a)
+    if g is not None:
+        return g
     return c.bcast(a[0], in_shape(n.args[0]), out_shape(c, n))
 
 
@@ -783,12 +799,18 @@ def _stack(c, n, a, full):
 def _arange(c, n, a, full):
     overload = full.split(".")[2]
     start, end, step = (0, a[0], 1) if overload == "default" else (a[0], a[1], a[2] if overload == "start_step" else 1)
-    if not all(isinstance(x, int) for x in (start, end, step)) or step != 1:
-        raise _Unsupported(f"'{full}' other than integer bounds with step 1")
+    if not all(isinstance(x, int) for x in (start, end, step)) or step == 0:
+        raise _Unsupported(f"'{full}' other than integer bounds and step")
     dt = DTYPES.get(c.meta(n).dtype)
     if dt is None:
         raise _Unsupported(f"'{full}' of dtype {c.meta(n).dtype}")
-    return c.emit("iota", [], {"n": max(0, end - start), "start": start, "dtype": dt})
+    if step == 1:
+        return c.emit("iota", [], {"n": max(0, end - start), "start": start, "dtype": dt})
+    # start + step * i for the torch length ceil((end - start) / step): integers, exact.
+    count = max(0, -((start - end) // step))
+    x = c.emit("iota", [], {"n": count, "dtype": dt})
+    x = c.emit("mul", [x, c.const([], step, dt)])
+    return x if start == 0 else c.emit("add", [x, c.const([], start, dt)])
 
 
 @handles("aten.topk")

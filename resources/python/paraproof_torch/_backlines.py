@@ -38,7 +38,7 @@ def _hook_graph(tensors):
         tb = fn.metadata.get("traceback_") if hasattr(fn, "metadata") else None
         if tb and call:
             stack = "".join(reversed(tb))  # innermost first, as fx's own stack_trace
-            fn.register_prehook(lambda grads, s=stack: _set((s, call)))
+            fn.register_prehook(lambda grads, s=stack, f=fn: _set((s, call, f)))
             fn.register_hook(lambda gin, gout: _set(None))
         for nxt, _ in getattr(fn, "next_functions", ()):
             if nxt is not None:

@@ -61,6 +61,13 @@ def _one_hot(ids, a):
 _CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
 
 
+def _topk(x, k):
+    """The k largest along the last dim, ties by the lower index (the op's meaning; torch.topk's tie order is
+    unspecified)."""
+    v, i = torch.sort(x, dim=-1, descending=True, stable=True)
+    return [v[..., :k], i[..., :k]]
+
+
 def _topk_indicator(x, k):
     idx = torch.topk(x, k, dim=-1).indices
     return torch.zeros_like(x).scatter(-1, idx, 1.0)
@@ -109,7 +116,7 @@ LOCAL = {
     "embedding_backward": lambda x, a: [_emb_bw(x[0], x[1], a["num_embeddings"], a.get("start", 0))],
     "one_hot": lambda x, a: [_one_hot(x[0], a)],
     "iota": lambda x, a: [torch.arange(a.get("start", 0), a.get("start", 0) + a["n"], dtype=_DT[a.get("dtype", "i64")])],
-    "topk": lambda x, a: list(torch.topk(x[0], a["k"], dim=-1)),
+    "topk": lambda x, a: _topk(x[0], a["k"]),
     "topk_indicator": lambda x, a: [_topk_indicator(x[0], a["k"])],
     "compare": lambda x, a: [_CMP[a["cmp"]](x[0], x[1]).to(torch.int64)],
     "where": lambda x, a: [torch.where(x[0] != 0, x[1], x[2])],

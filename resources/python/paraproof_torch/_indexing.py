@@ -6,6 +6,7 @@ written index with every position (`compare` eq against an `iota`) and select (`
 values, which is exact for any index values. Negative indices are not wrapped (they select nothing)."""
 import torch
 
+from . import _masked
 from ._aten import DTYPES, _Unsupported, _norm_dim, handles, in_shape
 
 
@@ -223,6 +224,9 @@ def _rows_then_column(idx_nodes, shape):
 def _index(c, n, a, full):
     shape = in_shape(n.args[0])
     idx_nodes = list(n.args[1])
+    if _masked.is_bool_read(idx_nodes, shape):
+        c.masked_extents.add(c.meta(n).shape[0])
+        return _masked.read(c, n, a)
     if _rows_then_column(idx_nodes, shape):
         col = c.reshape(a[1][1], [shape[0]], [shape[0], 1])
         return c.reshape(c.emit("gather", [a[0], col], {"dim": 1}), [shape[0], 1], [shape[0]])
@@ -253,6 +257,10 @@ def _index_put(c, n, a, full):
     dtype = c.meta(n).dtype
     vshape = in_shape(n.args[2])
     values = a[2]
+    if isinstance(values, _masked.Masked):
+        if not _masked.is_bool_read(idx_nodes, shape):
+            raise _Unsupported(f"'{full}' of a boolean-mask read x[mask] at other indices than its mask")
+        return _masked.write_back(c, n, a, dtype, in_shape(idx_nodes[0]))
     if len(idx_nodes) == 1 and idx_nodes[0] is not None and idx_nodes[0].meta["val"].dtype == torch.bool:
         mshape = in_shape(idx_nodes[0])
         if _prod(vshape) != 1 or shape[:len(mshape)] != mshape:

@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _backlines, _dist, _leaves, _preconditions, _scopes
+from . import _aten, _backlines, _dist, _leaves, _masked, _preconditions, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -228,7 +228,7 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
 
     try:
         with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)), \
-                _backlines.tracking():
+                _backlines.tracking(), _masked.SizeGuard(script.path):
             gm = make_fx(step)(*[a.clone() for a in args])  # copies: the step may update its inputs in place
     except ImportTorchError:
         raise
@@ -250,6 +250,12 @@ def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples, 
     needed = {}  # every unsupported construct an output needs, with the first output that needs it
     for key, r in zip(keys, results):
         v = c.value(r)
+        if isinstance(v, _masked.Masked):
+            src = r
+            while isinstance(src, torch.fx.Node) and "detach" in str(src.target):  # the step's own .detach()
+                src = src.args[0]
+            loc, _ = _aten.node_line(src, script.path)
+            v = _aten.Poison(f"{loc}: a boolean-mask read x[mask] as an output (a shape that depends on the data)")
         if isinstance(v, _aten.Poison):
             for m in v.messages:
                 needed.setdefault(m, key)
