@@ -703,6 +703,19 @@ def _copy(c, n, a, full):
 
 
 # ---- linear algebra ----
+@handles("aten.mv")
+def _mv(c, n, a, full):
+    """matrix @ vector: a matmul with the vector as a column."""
+    (m, k) = in_shape(n.args[0])
+    col = c.emit("matmul", [a[0], c.reshape(a[1], [k], [k, 1])])
+    return c.reshape(col, [m, 1], [m])
+
+
+@handles("aten.dot")
+def _dot(c, n, a, full):
+    return c.emit("sum", [c.emit("mul", [a[0], a[1]])], {"dims": [0]})
+
+
 @handles("aten.mm", "aten.bmm", "aten.matmul")
 def _mm(c, n, a, full):
     return c.emit("matmul", [a[0], a[1]])
@@ -1121,4 +1134,4 @@ def _select_backward(c, n, a, full):
 
 
 # Handlers of masks and indexing live beside this module; importing them registers them.
-from . import _masks, _indexing, _nn, _reorder  # noqa: E402,F401  (after HANDLERS exists)
+from . import _masks, _indexing, _nn, _pointwise, _reorder  # noqa: E402,F401  (after HANDLERS exists)

@@ -163,3 +163,40 @@ def _dropout(c, n, a, full):
     raise _Unsupported(f"'{full}' in training (a random mask): pass the mask as an input and write "
                        "x * mask / (1 - p), declaring the input Mask() in INPUTS")
 
+
+
+def _reduced_dims(n, a, rank):
+    dims = a[1] if len(a) > 1 else None
+    if dims is None:
+        return list(range(rank))
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return sorted({d + rank if d < 0 else d for d in dims}) or list(range(rank))
+
+
+def _count_true(c, n, a, dims, keep):
+    """How many elements along dims are nonzero (an integer sum of 0/1: exact)."""
+    return c.emit("sum", [_truth(c, n, a, 0)], {"dims": dims, "keepdim": keep})
+
+
+@handles("aten.any", "aten.any.dim", "aten.all", "aten.all.dim")
+def _any_all(c, n, a, full):
+    shape = in_shape(n.args[0])
+    if not shape:
+        return _truth(c, n, a, 0)
+    dims = _reduced_dims(n, a, len(shape))
+    keep = bool(a[2]) if len(a) > 2 and a[2] is not None else False
+    count = _count_true(c, n, a, dims, keep)
+    if ".any" in full or full.startswith("aten.any"):
+        return c.emit("compare", [count, c.const([], 0, "i64")], {"cmp": "gt"})
+    total = 1
+    for d in dims:
+        total *= shape[d]
+    return c.emit("compare", [count, c.const([], total, "i64")], {"cmp": "eq"})
+
+
+@handles("aten.count_nonzero", "aten.count_nonzero.dim_IntList")
+def _count_nonzero(c, n, a, full):
+    shape = in_shape(n.args[0])
+    if not shape:
+        return _truth(c, n, a, 0)
+    return _count_true(c, n, a, _reduced_dims(n, a, len(shape)), False)
