@@ -826,6 +826,42 @@ def _arange(c, n, a, full):
     return x if start == 0 else c.emit("add", [x, c.const([], start, dt)])
 
 
+def _arange_values(node):
+    """(start, length) when node is an arange start, start + 1, .. with start >= 0, else None."""
+    if not (isinstance(node, torch.fx.Node) and "aten.arange" in str(node.target)):
+        return None
+    v = node.meta["val"].tolist()
+    if not v or v[0] < 0 or v != list(range(v[0], v[0] + len(v))):
+        return None
+    return v[0], len(v)
+
+
+@handles("aten.remainder.Scalar", "aten.remainder.Tensor", "aten.floor_divide", "aten.div.Tensor_mode",
+         "aten.div.Scalar_mode")
+def _int_division(c, n, a, full):
+    """Integer // and % of an arange (positions: block ids, offsets in a window) by a positive number, as
+    tiled iotas: (s + i) // d is iota(q) repeated d times, (s + i) % d iota(d) tiled q times, from s on. Of
+    any other integers they have no exact form here (the verifier has no integer division)."""
+    mode = a[2] if full.startswith("aten.div") else ("floor" if "floor_divide" in full else "mod")
+    span = _arange_values(n.args[0])
+    d = a[1]
+    if c.meta(n).dtype.is_floating_point or mode not in ("floor", "trunc", "mod") or span is None or \
+            not isinstance(d, int) or isinstance(d, bool) or d <= 0:
+        raise _Unsupported(f"'{full}' other than of an arange (start >= 0, step 1) by a positive integer: "
+                           "integer division and remainder need a verifier op")
+    start, length = span
+    q = -(-(start + length) // d)
+    dt = DTYPES[c.meta(n).dtype]
+    if mode == "mod":
+        tile = c.reshape(c.emit("iota", [], {"n": d, "dtype": dt}), [d], [1, d])
+    else:
+        tile = c.reshape(c.emit("iota", [], {"n": q, "dtype": dt}), [q], [q, 1])
+    flat = c.reshape(c.bcast(tile, [1, d] if mode == "mod" else [q, 1], [q, d]), [q, d], [q * d])
+    if start == 0 and length == q * d:
+        return flat
+    return c.emit("slice", [flat], {"dim": 0, "start": start, "end": start + length})
+
+
 @handles("aten.topk")
 def _topk(c, n, a, full):
     r = len(in_shape(n.args[0]))
@@ -901,16 +937,22 @@ def _ln_eps(n):
 
 @handles("aten.embedding")
 def _embedding(c, n, a, full):
-    if a[2] not in (None, -1):
-        raise _Unsupported(f"'{full}' with padding_idx {a[2]}")
-    return c.emit("embedding", [a[1], a[0]])
+    return c.emit("embedding", [a[1], a[0]])  # padding_idx changes only the backward
 
 
 @handles("aten.embedding_dense_backward")
 def _embedding_bw(c, n, a, full):
-    if a[3] not in (None, -1) or a[4]:
-        raise _Unsupported(f"'{full}' with padding_idx or scale_grad_by_freq")
-    return c.emit("embedding_backward", [a[1], a[0]], {"num_embeddings": int(a[2])})
+    if a[4]:
+        raise _Unsupported(f"'{full}' with scale_grad_by_freq")
+    dy = a[0]
+    if a[3] not in (None, -1):  # nn.Embedding(padding_idx=p): the rows of id p get no gradient
+        if a[3] < 0:
+            raise _Unsupported(f"'{full}' with padding_idx {a[3]}")
+        ishape = in_shape(n.args[1])
+        keep = c.emit("compare", [a[1], c.const([], int(a[3]), DTYPES[n.args[1].meta["val"].dtype])],
+                      {"cmp": "ne"})
+        dy = c.emit("where", [c.reshape(keep, ishape, ishape + [1]), dy, c.const([], 0, DTYPES[c.meta(n).dtype])])
+    return c.emit("embedding_backward", [a[1], dy], {"num_embeddings": int(a[2])})
 
 
 def _nll_check(full, a, shape):

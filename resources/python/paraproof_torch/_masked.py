@@ -152,7 +152,7 @@ def apply(c, n, args, full, handlers):
     known = [m for m in reads if m.mask is not None]
     backward_of = _read_backward(n)
     if backward_of == "MeanBackward1":  # its divisor may be K: read only as mean.default's
-        raise _Unsupported(f"the gradient of a mean over some dims of a read x[mask]: write .sum(dims) and "
+        raise _Unsupported("the gradient of a mean over some dims of a read x[mask]: write .sum(dims) and "
                            "divide by the count (mask.sum())")
     if base in ("aten.new_zeros", "aten.new_empty", "aten.new_ones", "aten.new_full"):
         return handlers[base](c, n, [None] + list(args[1:]), full)  # only the shape and dtype are read
@@ -204,8 +204,9 @@ def _reduce(c, n, args, full, m, dtype):
     if m.mask is None:
         raise _Unsupported(f"'{full}' of a gradient broadcast of a masked read")
     rank = 1 + len(m.rest)
-    dims = list(range(rank)) if (len(args) < 2 or not args[1]) else sorted({_norm_dim(d, rank) for d in args[1]})
-    keep = bool(args[2]) if len(args) > 2 and args[2] is not None else False
+    whole = full.endswith(".default") or len(args) < 2 or not args[1]  # sum/mean.default: (self, dtype)
+    dims = list(range(rank)) if whole else sorted({_norm_dim(d, rank) for d in args[1]})
+    keep = bool(args[2]) if not full.endswith(".default") and len(args) > 2 and args[2] is not None else False
     nm = len(m.mshape)
     dense_dims = lambda ds: [d - 1 + nm for d in ds]  # the read's dim 0 is the mask's dims
     mean = ".mean" in full
