@@ -1,7 +1,9 @@
 // The expression pool: hash-consing, exact folding, and concrete evaluation.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/solver/engine.h"
 #include "core/sym/expr.h"
@@ -83,6 +85,32 @@ class TestExpr : public QObject {
     auto v = solver::evaluateReal(p, {1.0, 4.0, -2.0, 3.0});  // evaluates the nodes made so far
     QCOMPARE(v[hi], 4.0);
     QCOMPARE(v[lo], -2.0);
+  }
+  // A large sum (the gradient norm's partials flattened: past the counting sort's threshold) is one node
+  // whatever the order of its terms, its arguments ascending with repeated terms kept.
+  void largeSumsAreOneNodeInAnyOrder() {
+    sym::ExprPool p;
+    std::vector<sym::ExprId> xs = p.vars("x", {70000}, sym::Sort::Real), squares;
+    for (sym::ExprId x : xs)
+      squares.push_back(p.mul(x, x));
+    std::vector<sym::ExprId> terms = squares;
+    terms.insert(terms.end(), squares.begin(), squares.begin() + 1000);  // 1,000 terms twice
+    const sym::ExprId inOrder = p.add(terms);
+    std::vector<sym::ExprId> shuffled = terms;
+    std::reverse(shuffled.begin(), shuffled.end());
+    for (size_t i = 0; i + 7 < shuffled.size(); i += 7)
+      std::swap(shuffled[i], shuffled[i + 3]);
+    std::vector<sym::ExprId> parts;  // runs summed apart, then together: flattened into one sum
+    for (size_t i = 0; i < shuffled.size(); i += 5000)
+      parts.push_back(p.add(std::vector<sym::ExprId>(
+          shuffled.begin() + static_cast<std::ptrdiff_t>(i),
+          shuffled.begin() + static_cast<std::ptrdiff_t>(std::min(i + 5000, shuffled.size())))));
+    std::reverse(parts.begin(), parts.end());
+    QCOMPARE(p.add(shuffled), inOrder);
+    QCOMPARE(p.add(parts), inOrder);
+    std::vector<sym::ExprId> expected = terms;
+    std::sort(expected.begin(), expected.end());
+    QVERIFY(p.node(inOrder).args == expected);
   }
   // 0/b folds to 0 only for a nonzero constant b: 0/d is undefined at d = 0 and 0/0 must stay visible.
   void zeroOverADivisorFoldsOnlyForNonzeroConstants() {

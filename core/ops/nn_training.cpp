@@ -34,6 +34,10 @@ OpDef globalNormSqOp() {
   };
   d.lower = [](ExprPool& p, const Tensors& in, const Json&) {
     std::vector<ExprId> terms;  // one flat sum: equal to adding per-tensor sums of squares
+    size_t count = 0;
+    for (const SymTensor& t : in)
+      count += t.elems.size();
+    terms.reserve(count);
     for (const SymTensor& t : in)
       for (ExprId x : t.elems)
         terms.push_back(p.mul(x, x));
