@@ -196,6 +196,11 @@ class TestOps : public QObject {
                      1e-12, "gelu tanh"));
     QVERIFY(
         allClose(h.eval(h.run1("rsqrt", {pos})), each(pv, [](double a) { return 1 / std::sqrt(a); }), 1e-12));
+    // Rotary embeddings' tables: uninterpreted in the proof, the real functions when evaluated.
+    QVERIFY(
+        allClose(h.eval(h.run1("sin", {x})), each(xv, [](double a) { return std::sin(a); }), 1e-12, "sin"));
+    QVERIFY(
+        allClose(h.eval(h.run1("cos", {x})), each(xv, [](double a) { return std::cos(a); }), 1e-12, "cos"));
     QVERIFY(allClose(h.eval(h.run1("pow", {x}, {{"exponent", 3}})),
                      each(xv, [](double a) { return a * a * a; }), 1e-12));
     QVERIFY(allClose(h.eval(h.run1("pow", {pos}, {{"exponent", -2}})),

@@ -59,7 +59,7 @@ const char* const kIntro =
     "handled\n"
     "exactly.\n"
     "\n"
-    "Semantics are over the reals. Non-polynomial functions (exp, log, sqrt, sigmoid, tanh, erf, "
+    "Semantics are over the reals. Non-polynomial functions (exp, log, sqrt, sigmoid, tanh, sin, cos, erf, "
     "non-integral\n"
     "pow) are uninterpreted in the proof; everything else (sums, products, division, comparisons, max) is\n"
     "exact. Derivatives are written with the same primitives (e.g. `sigmoid' = s(1-s)`, `sqrt' = 1/(2 "

@@ -33,6 +33,10 @@ double applyFunction(sym::Fn f, const std::vector<double>& a) {
       return std::erf(a[0]);
     case sym::Fn::Pow:
       return std::pow(a[0], a[1]);
+    case sym::Fn::Sin:
+      return std::sin(a[0]);
+    case sym::Fn::Cos:
+      return std::cos(a[0]);
   }
   return NAN;
 }

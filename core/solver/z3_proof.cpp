@@ -108,7 +108,8 @@ bool Z3Proof::isZero(const z3::expr& d) const {
 // vocabulary range, a position with a mask's row) is an identity iff it simplifies to 0 at every value they
 // can take: the ranges are the inputs' whole domains (their side conditions), so enumerating them is the
 // universal claim, and each instance's comparisons and selections fold away. Bounded by kMaxCases instances;
-// otherwise the search decides.
+// past that, a difference separable by integer (separableToZero) is checked per integer; otherwise the
+// search decides.
 bool Z3Proof::splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3::expr>& bounded,
                            const Obligation& ob, const z3::expr& d, const z3::params& p) {
   constexpr int64_t kMaxCases = 64;
@@ -121,9 +122,9 @@ bool Z3Proof::splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3
     auto it = bounded.find(v);
     if (it == bounded.end()) return false;  // unbounded: an integer that indexes nothing
     src.push_back(it->second);
-    cases *= slots[v].hi - slots[v].lo;
-    if (cases > kMaxCases) return false;
+    cases = std::min(cases * (slots[v].hi - slots[v].lo), kMaxCases + 1);
   }
+  if (cases > kMaxCases) return separableToZero(run, ints, src, d, p);
   std::vector<int64_t> at(ints.size());
   for (size_t i = 0; i < ints.size(); ++i)
     at[i] = slots[ints[i]].lo;
@@ -140,6 +141,78 @@ bool Z3Proof::splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3
     }
   }
   return true;
+}
+
+// A difference that is a sum of terms each reading at most one of the integers, d = h + sum_v g_v(i_v) (an
+// embedding table's gradient row: one term per token, each reading that token's id), is an identity if every
+// g_v simplifies to one value g_v(lo_v) at each value of i_v's range, and h + sum_v g_v(lo_v) simplifies to
+// 0: then d = h + sum_v g_v(lo_v) = 0 at every assignment. The check costs the sum of the ranges, not their
+// product. Only ever proves (a term reading two integers, or an instance that does not fold, leaves it to the
+// search).
+bool Z3Proof::separableToZero(const Run& run, const std::vector<uint32_t>& ints, const z3::expr_vector& src,
+                              const z3::expr& d, const z3::params& p) {
+  constexpr int64_t kMaxInstances = 4096;
+  constexpr size_t kMaxVisits = 1 << 20;
+  const auto& slots = run.problem.pool.vars();
+  std::unordered_map<unsigned, size_t> which;  // Z3 ast id of an integer's constant -> its index in ints
+  int64_t instances = 1;
+  for (size_t i = 0; i < ints.size(); ++i) {
+    which.emplace(Z3_get_ast_id(*ctx_, src[static_cast<int>(i)]), i);
+    instances += slots[ints[i]].hi - slots[ints[i]].lo;
+  }
+  if (instances > kMaxInstances) return false;
+  std::vector<z3::expr> terms;
+  if (d.is_app() && d.decl().decl_kind() == Z3_OP_ADD)
+    for (unsigned k = 0; k < d.num_args(); ++k)
+      terms.push_back(d.arg(k));
+  else
+    terms.push_back(d);
+  // Group the terms by the one integer each reads (ints.size(): none); one vector each, as copies of a
+  // z3::expr_vector share one Z3 vector.
+  std::vector<z3::expr_vector> groups;
+  for (size_t i = 0; i <= ints.size(); ++i)
+    groups.emplace_back(*ctx_);
+  size_t visits = 0;
+  for (const z3::expr& t : terms) {
+    size_t reads = ints.size();
+    std::vector<z3::expr> stack = {t};
+    std::unordered_set<unsigned> seen;
+    while (!stack.empty()) {
+      z3::expr e = stack.back();
+      stack.pop_back();
+      if (!seen.insert(Z3_get_ast_id(*ctx_, e)).second) continue;
+      if (++visits > kMaxVisits || run.stop()) return false;
+      if (!e.is_app()) continue;
+      if (e.num_args() == 0) {
+        auto it = which.find(Z3_get_ast_id(*ctx_, e));
+        if (it == which.end()) continue;
+        if (reads != ints.size() && reads != it->second) return false;  // two integers: not separable
+        reads = it->second;
+      }
+      for (unsigned k = 0; k < e.num_args(); ++k)
+        stack.push_back(e.arg(k));
+    }
+    groups[reads].push_back(t);
+  }
+  z3::expr rest = groups[ints.size()].empty() ? (d.is_int() ? ctx_->int_val(0) : ctx_->real_val(0))
+                                              : z3::sum(groups[ints.size()]);
+  for (size_t i = 0; i < ints.size(); ++i) {
+    if (groups[i].empty()) continue;
+    z3::expr g = z3::sum(groups[i]);
+    z3::expr_vector from(*ctx_), lo(*ctx_);
+    from.push_back(src[static_cast<int>(i)]);
+    lo.push_back(ctx_->int_val(slots[ints[i]].lo));
+    z3::expr atLo = g.substitute(from, lo);
+    for (int64_t value = slots[ints[i]].lo + 1; value < slots[ints[i]].hi; ++value) {
+      if (run.stop()) return false;
+      z3::expr_vector at(*ctx_);
+      at.push_back(ctx_->int_val(value));
+      z3::expr instance = g;
+      if (!isZero((instance.substitute(from, at) - atLo).simplify(p))) return false;
+    }
+    rest = rest + atLo;
+  }
+  return isZero(rest.simplify(p));
 }
 
 std::vector<double> Z3Proof::readModel(const Run& run, const z3::model& m, const Z3Encoding& enc) {

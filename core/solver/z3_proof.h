@@ -42,6 +42,8 @@ class Z3Proof {
   bool isZero(const z3::expr& d) const;
   bool splitsToZero(const Run& run, const std::unordered_map<uint32_t, z3::expr>& bounded,
                     const Obligation& ob, const z3::expr& d, const z3::params& p);
+  bool separableToZero(const Run& run, const std::vector<uint32_t>& ints, const z3::expr_vector& src,
+                       const z3::expr& d, const z3::params& p);
   z3::solver makeSolver();
   Result counterexample(const Run& run, z3::solver& s, const Z3Encoding& enc);
   std::vector<double> readModel(const Run& run, const z3::model& m, const Z3Encoding& enc);

@@ -183,7 +183,8 @@ template <const char* Fn>
 std::vector<Tracks> atomOf(const OpUse& u, Atoms& atoms) {
   return {atoms.apply(Fn, u.in[0])};
 }
-constexpr char kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kSigmoid[] = "sigmoid", kTanh[] = "tanh";
+constexpr char kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kSigmoid[] = "sigmoid", kTanh[] = "tanh",
+               kSin[] = "sin", kCos[] = "cos";
 
 std::vector<Tracks> rsqrt(const OpUse& u, Atoms& atoms) {
   return {reciprocal(atoms.apply(kSqrt, u.in[0]))};
@@ -213,6 +214,8 @@ const std::map<std::string, Model>& models() {
       {"sqrt", atomOf<kSqrt>},
       {"sigmoid", atomOf<kSigmoid>},
       {"tanh", atomOf<kTanh>},
+      {"sin", atomOf<kSin>},
+      {"cos", atomOf<kCos>},
       {"rsqrt", rsqrt},
       {"silu", silu},
   };

@@ -27,6 +27,10 @@ const char* fnName(Fn f) {
       return "erf";
     case Fn::Pow:
       return "pow";
+    case Fn::Sin:
+      return "sin";
+    case Fn::Cos:
+      return "cos";
   }
   return "?";
 }

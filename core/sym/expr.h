@@ -40,7 +40,8 @@ enum class Kind : uint8_t {
 
 // Non-polynomial functions. The proof treats them as uninterpreted (sound: a plan equal for every
 // function is equal for the real one); concrete evaluation uses the real function.
-enum class Fn : uint8_t { Exp, Log, Sqrt, Sigmoid, Tanh, Erf, Pow /* args: x, Const exponent */ };
+// New functions go last: the numbering is part of stage signatures and canonical hashes.
+enum class Fn : uint8_t { Exp, Log, Sqrt, Sigmoid, Tanh, Erf, Pow /* args: x, Const exponent */, Sin, Cos };
 const char* fnName(Fn f);
 
 struct Node {

@@ -3,6 +3,7 @@
 Values are SSA tensor names. In-place ops (add_, copy_, ...) are traced by make_fx as nodes whose later
 users see the node, so mapping each to its out-of-place op is the SSA form. An unsupported op becomes a
 poison value: it is an error only when something the plan needs (an output, a send) depends on it."""
+import math
 import operator
 import os
 
@@ -219,12 +220,28 @@ class Converter:
         loc, _ = node_line(n, self.script)
         return Poison.merge(poisons, f"{loc}: {why} in {self.where}")
 
+    # A constant with distinct values (a rotary frequency table, torch.tensor([...]) in the step) is written
+    # element by element: exact, but one op per element, so only small tables.
+    TABLE_LIMIT = 4096
+
+    def _table(self, t):
+        if t.numel() > self.TABLE_LIMIT:
+            raise _Unsupported(f"a tensor constant with {t.numel()} distinct values (over {self.TABLE_LIMIT}: "
+                               "pass it as an INPUT)")
+        if t.dtype not in DTYPES:
+            raise _Unsupported(f"a tensor constant of dtype {t.dtype}")
+        dt = DTYPES[t.dtype]
+        flat = t.flatten()
+        items = [self.const([1], v.item(), dt) for v in flat]
+        x = items[0] if len(items) == 1 else self.emit("concat", items, {"dim": 0})
+        return self.reshape(x, [flat.numel()], list(t.shape))
+
     def convert(self, n):
         if n.op == "get_attr":
             t = getattr(self.gm, n.target)
             if t.numel() >= 1 and bool((t == t.flatten()[0]).all()):
                 return self.const(list(t.shape), t.flatten()[0].item(), DTYPES.get(t.dtype, "f32"))
-            raise _Unsupported("a tensor constant with distinct values (torch.tensor([...]) in the step)")
+            return self._table(t)
         if n.op != "call_function":
             raise _Unsupported(f"fx node {n.op} {n.target}")
         args = [self.value(a) for a in n.args]
@@ -316,7 +333,7 @@ def _unary(kind):
     return lambda c, n, a, full: c.emit(kind, [a[0]])
 
 
-for _k in ["neg", "exp", "log", "sqrt", "sigmoid", "tanh", "rsqrt", "reciprocal", "relu", "silu"]:
+for _k in ["neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "rsqrt", "reciprocal", "relu", "silu"]:
     HANDLERS[f"aten.{_k}"] = _unary(_k)
 
 
@@ -455,6 +472,36 @@ def _pow(c, n, a, full):
     if a[1] == 1:
         return a[0]
     return c.emit("pow", [a[0]], {"exponent": float(a[1])})
+
+
+def _constant_base(c, node):
+    """The one value of a constant tensor argument (`10000 ** t` traces its base as a 0-d constant), or None."""
+    while isinstance(node, torch.fx.Node) and node.op == "call_function" and \
+            str(node.target).split(".")[1] in ("lift_fresh_copy", "clone", "detach", "_to_copy"):
+        node = node.args[0]
+    if isinstance(node, torch.fx.Node) and node.op == "get_attr":
+        t = getattr(c.gm, node.target)
+        if t.numel() >= 1 and bool((t == t.flatten()[0]).all()):
+            return t.flatten()[0].item()
+    return None
+
+
+@handles("aten.pow.Scalar", "aten.pow.Tensor_Tensor")
+def _pow_base(c, n, a, full):
+    """base ** x for a constant base > 0 (rotary frequencies, `10000 ** (2i / d)`) is exp(x * ln(base)):
+    the identity over the reals, ln(base) rounded to a double as every constant is."""
+    base = n.args[0] if full.endswith("Scalar") else _constant_base(c, n.args[0])
+    if not isinstance(base, (int, float)) or isinstance(base, bool) or base <= 0:
+        raise _Unsupported(f"'{full}' other than a positive constant to a tensor power")
+    if not c.meta(n).dtype.is_floating_point:
+        raise _Unsupported(f"'{full}' with an integer result")
+    x = a[1]
+    src = n.args[1].meta["val"].dtype if isinstance(n.args[1], torch.fx.Node) else c.meta(n).dtype
+    if src != c.meta(n).dtype:
+        x = c.to_dtype(x, src, c.meta(n).dtype)
+    if base == 1:
+        return c.const(list(c.meta(n).shape), 1.0, DTYPES[c.meta(n).dtype])
+    return c.emit("exp", [c.emit("scale", [x], {"factor": math.log(base)})])
 
 
 @handles("aten.threshold_backward")
