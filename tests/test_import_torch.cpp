@@ -165,7 +165,7 @@ class TestImportTorch : public QObject {
     QTest::addColumn<QString>("script");
     QTest::addColumn<QString>("what");
     QTest::newRow("unsupported aten ops") << kErrors + "/unsupported_op.py"
-                                          << "unsupported aten op 'aten.erf";
+                                          << "unsupported aten op 'aten.floor";
     QTest::newRow("precondition broken by the step")
         << kErrors + "/precondition_broken_by_step.py"
         << "logical's 'v.new' breaks NonNegative(), which INPUTS declares for 'v'";

@@ -201,6 +201,8 @@ class TestOps : public QObject {
         allClose(h.eval(h.run1("sin", {x})), each(xv, [](double a) { return std::sin(a); }), 1e-12, "sin"));
     QVERIFY(
         allClose(h.eval(h.run1("cos", {x})), each(xv, [](double a) { return std::cos(a); }), 1e-12, "cos"));
+    QVERIFY(
+        allClose(h.eval(h.run1("erf", {x})), each(xv, [](double a) { return std::erf(a); }), 1e-12, "erf"));
     QVERIFY(allClose(h.eval(h.run1("pow", {x}, {{"exponent", 3}})),
                      each(xv, [](double a) { return a * a * a; }), 1e-12));
     QVERIFY(allClose(h.eval(h.run1("pow", {pos}, {{"exponent", -2}})),

@@ -67,7 +67,7 @@ void registerUnary(std::vector<OpDef>& reg) {
   reg.push_back(std::move(neg));
   const std::pair<const char*, sym::Fn> fns[] = {
       {"exp", sym::Fn::Exp},   {"log", sym::Fn::Log}, {"sqrt", sym::Fn::Sqrt}, {"sigmoid", sym::Fn::Sigmoid},
-      {"tanh", sym::Fn::Tanh}, {"sin", sym::Fn::Sin}, {"cos", sym::Fn::Cos}};
+      {"tanh", sym::Fn::Tanh}, {"sin", sym::Fn::Sin}, {"cos", sym::Fn::Cos},   {"erf", sym::Fn::Erf}};
   for (const auto& entry : fns) {
     const sym::Fn fn = entry.second;  // a plain variable: clang 14 cannot capture structured bindings
     reg.push_back(unary(entry.first, std::string(entry.first) + "(x)",

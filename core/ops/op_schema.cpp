@@ -66,8 +66,8 @@ const std::map<std::string, Entry>& table() {
   static const std::map<std::string, Entry> t = [] {
     std::map<std::string, Entry> m;
     const char* const unaryFamily = "Elementwise, one input";
-    for (const char* n : {"identity", "neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "rsqrt",
-                          "reciprocal", "square", "relu", "silu"})
+    for (const char* n : {"identity", "neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "erf",
+                          "rsqrt", "reciprocal", "square", "relu", "silu"})
       m[n] = {unaryFamily, "x", "y (the shape of x)", {}};
     m["gelu"] = {unaryFamily, "x", "y", {approximate()}};
     m["pow"] = {unaryFamily, "x", "y", {req("exponent", AttrType::Number, "the exponent")}};

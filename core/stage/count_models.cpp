@@ -184,7 +184,7 @@ std::vector<Tracks> atomOf(const OpUse& u, Atoms& atoms) {
   return {atoms.apply(Fn, u.in[0])};
 }
 constexpr char kExp[] = "exp", kLog[] = "log", kSqrt[] = "sqrt", kSigmoid[] = "sigmoid", kTanh[] = "tanh",
-               kSin[] = "sin", kCos[] = "cos";
+               kSin[] = "sin", kCos[] = "cos", kErf[] = "erf";
 
 std::vector<Tracks> rsqrt(const OpUse& u, Atoms& atoms) {
   return {reciprocal(atoms.apply(kSqrt, u.in[0]))};
@@ -216,6 +216,7 @@ const std::map<std::string, Model>& models() {
       {"tanh", atomOf<kTanh>},
       {"sin", atomOf<kSin>},
       {"cos", atomOf<kCos>},
+      {"erf", atomOf<kErf>},
       {"rsqrt", rsqrt},
       {"silu", silu},
   };

@@ -333,7 +333,7 @@ def _unary(kind):
     return lambda c, n, a, full: c.emit(kind, [a[0]])
 
 
-for _k in ["neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "rsqrt", "reciprocal", "relu", "silu"]:
+for _k in ["neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "erf", "rsqrt", "reciprocal", "relu", "silu"]:
     HANDLERS[f"aten.{_k}"] = _unary(_k)
 
 

@@ -86,6 +86,8 @@ LOCAL = {
     "sqrt": lambda x, a: [x[0].sqrt()], "sigmoid": lambda x, a: [x[0].sigmoid()],
     "tanh": lambda x, a: [x[0].tanh()], "rsqrt": lambda x, a: [x[0].rsqrt()],
     "sin": lambda x, a: [x[0].sin()], "cos": lambda x, a: [x[0].cos()],
+    "erf": lambda x, a: [torch.erf(x[0])],
+    "erf": lambda x, a: [torch.erf(x[0])],
     "reciprocal": lambda x, a: [1 / x[0]], "square": lambda x, a: [x[0] * x[0]],
     "relu": lambda x, a: [x[0].relu()], "silu": lambda x, a: [F.silu(x[0])],
     "gelu": lambda x, a: [_gelu(x[0], a)], "pow": lambda x, a: [x[0] ** a["exponent"]],
