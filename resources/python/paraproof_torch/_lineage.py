@@ -71,7 +71,8 @@ def infer(plan, seed=12345):
             if v.dtype.is_floating_point and _informative(v) and not _constant(v, env_l2.get(o)):
                 by_kind.setdefault(op["op"], []).append((o, v))
     logical_inputs = {o: op["inputs"] for op in logical["ops"] for o in op["outputs"]}
-    added = 0
+    inferred = {}  # device value -> the ranks it got lineage on
+    candidates = {}  # device value -> ranks whose graph makes it where a cut could be inferred
     for d in plan["devices"]:
         lineage = d["lineage"]
         outs = set(d["outputs"])
@@ -81,7 +82,10 @@ def infer(plan, seed=12345):
                 continue
             for t in op["outputs"]:
                 v = env.get(t)
-                if t in lineage or t in outs or v is None or not v.dtype.is_floating_point or not _informative(v):
+                if t in lineage or t in outs:
+                    continue
+                candidates.setdefault(t, set()).add(d["rank"])
+                if v is None or not v.dtype.is_floating_point or not _informative(v):
                     continue
                 if _constant(v, envs2[d["rank"]].get(t)):
                     continue
@@ -90,7 +94,18 @@ def infer(plan, seed=12345):
                                             atol=1e-12):
                     name, box, full = found
                     lineage[t] = {"tensor": name} if box == [[0, n] for n in full] else {"tensor": name, "box": box}
-                    added += 1
+                    inferred.setdefault(t, set()).add(d["rank"])
+    # A cut on some ranks only is inconsistent: the logical value becomes free in the next stage while a rank
+    # without the cut computes its counterpart there from earlier values, so a correct step fails (one rank's
+    # tokens repeated an id, its value looked uninformative). Cut a value on every rank that makes it, or on none.
+    added = 0
+    for t, ranks in inferred.items():
+        if ranks == candidates.get(t, set()):
+            added += len(ranks)
+            continue
+        for d in plan["devices"]:
+            if d["rank"] in ranks:
+                del d["lineage"][t]
     return added
 
 
