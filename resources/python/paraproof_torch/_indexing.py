@@ -4,17 +4,13 @@
 Reads are the verifier's `gather` (take_along_dim: a row per index, 0 out of range); writes compare every
 written index with every position (`compare` eq against an `iota`) and select (`where`) or sum the written
 values, which is exact for any index values. Negative indices are not wrapped (they select nothing)."""
+from math import prod as _prod
+
 import torch
 
 from . import _masked
 from ._aten import DTYPES, _Unsupported, _norm_dim, handles, in_shape
 
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
 
 
 def _iota_along(c, n, dim, rank):

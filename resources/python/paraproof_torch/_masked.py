@@ -15,6 +15,8 @@ the line (_SizeGuard), so no number in the graph is K. Anything else on a read i
 import os
 import sys
 
+from math import prod as _prod
+
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -40,12 +42,6 @@ class Masked:
 # The grad_fns of the user's ops on reads (SizeGuard): a backward node of one may meet a read's extent.
 READ_FNS = {}
 
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
 
 
 def is_bool_read(idx_nodes, shape):

@@ -9,16 +9,12 @@ read must lie inside it. Then the view is a gather from the flattened tensor at 
 `offset + sum_k i_k * stride_k`, and a write through it puts element q at position idx[q]: with distinct
 positions (checked), the scattered value `sum_q (idx[q] == p) * w[q]` has one nonzero term, so it equals
 w[q] exactly. Anything else is refused with the line."""
+from math import prod as _prod
+
 import torch
 
-from ._aten import DTYPES, _Unsupported, handles, in_shape
+from ._aten import DTYPES, _Unsupported, handles
 
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
 
 
 def _contiguous_strides(shape):
