@@ -70,7 +70,6 @@ def infer(plan, seed=12345):
             v = env_l[o]
             if v.dtype.is_floating_point and _informative(v) and not _constant(v, env_l2.get(o)):
                 by_kind.setdefault(op["op"], []).append((o, v))
-    logical_inputs = {o: op["inputs"] for op in logical["ops"] for o in op["outputs"]}
     inferred = {}  # device value -> the ranks it got lineage on
     candidates = {}  # device value -> ranks whose graph makes it where a cut could be inferred
     for d in plan["devices"]:
@@ -89,9 +88,8 @@ def infer(plan, seed=12345):
                     continue
                 if _constant(v, envs2[d["rank"]].get(t)):
                     continue
-                found = _match(v, by_kind.get(op["op"], []), _wanted(op, lineage, logical_inputs))
-                if found and torch.allclose(envs2[d["rank"]][t], _view(env_l2[found[0]], found[1]), rtol=1e-9,
-                                            atol=1e-12):
+                found = _match(v, by_kind.get(op["op"], []), envs2[d["rank"]][t], env_l2)
+                if found:
                     name, box, full = found
                     lineage[t] = {"tensor": name} if box == [[0, n] for n in full] else {"tensor": name, "box": box}
                     inferred.setdefault(t, set()).add(d["rank"])
@@ -109,27 +107,21 @@ def infer(plan, seed=12345):
     return added
 
 
-def _wanted(op, lineage, logical_inputs):
-    """Prefers a logical tensor made from the logical tensors the device op's inputs have lineage to: equal
-    values made differently (`exp(x - logsumexp(x))` and `exp(log_softmax(x))`) cannot be proved equal with exp
-    uninterpreted, the same op on the corresponding inputs can."""
-    ins = {lineage[i]["tensor"] for i in op["inputs"] if i in lineage}
-
-    def score(name):
-        return len(ins & set(logical_inputs.get(name, ())))
-    return score
-
-
-def _match(v, candidates, score=None):
-    best = None
+def _match(v, candidates, v2, env_l2):
+    """The one box of a logical tensor that `v` equals on both draws, else None. Two logical tensors of equal
+    value (smooth L1 with beta 1 and Huber with delta 1, `exp(x - logsumexp(x))` and `exp(log_softmax(x))`, a
+    value the model computes twice) are equal in the proof only through how each was made, with exp and tanh
+    uninterpreted: a cut tying the device value to one of them leaves every stage that uses it in the other's
+    place unprovable, and its random check fails on inputs no step can produce (a false NOT EQUIVALENT). An
+    ambiguous match is no cut; the device value stays inside a stage that makes both logical ones."""
+    fits = []
     for name, lv in candidates:
         if lv.dim() != v.dim():
             continue
         for box in _boxes(list(v.shape), list(lv.shape)):
-            w = _view(lv, box)
-            if torch.allclose(v, w, rtol=1e-9, atol=1e-12):
-                s = score(name) if score else 0
-                if best is None or s > best[0]:
-                    best = (s, (name, box, list(lv.shape)))
-                break
-    return best[1] if best else None
+            if torch.allclose(v, _view(lv, box), rtol=1e-9, atol=1e-12) and \
+                    torch.allclose(v2, _view(env_l2[name], box), rtol=1e-9, atol=1e-12):
+                fits.append((name, box, list(lv.shape)))
+                if len(fits) > 1:
+                    return None
+    return fits[0] if fits else None
