@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/ops/registry.h"
+#include "core/solver/engine.h"
 
 namespace paraproof::verify {
 
@@ -78,11 +79,15 @@ class Judge {
       for (ValueId v : op.inputs)
         inputsAgree = inputsAgree && (constant(n.first, v) || agrees(n.first, v));
       if (exhausted_) return std::nullopt;
-      if (!inputsAgree || setRightDownstream(n)) continue;
+      if (!inputsAgree) {
+        if (auto completed = completedBy(n, wrong)) return completed;
+        continue;
+      }
+      if (setRightDownstream(n)) continue;
       if (exhausted_) return std::nullopt;
       if (auto misplaced = misplacedConstant(n)) return misplaced;
       if (exhausted_) return std::nullopt;
-      return WrongOp{plan_.devices[n.first].rank, n.second, wrong, why(n, wrong)};
+      return WrongOp{plan_.devices[n.first].rank, n.second, wrong, why(n, wrong), missingAfter(n)};
     }
     return partialOutput();
   }
@@ -99,14 +104,41 @@ class Judge {
       if (v == kNone || g.values[v].producer == kNone) continue;
       const Node made{d->second, g.values[v].producer};
       if (!inStage_.count(made) || (first && made.second >= first->op)) continue;
+      // Through the scope-less copies that make an output (identity, detach) to the op computing it.
+      Node computing = made;
+      ValueId computed = v;
+      while (opAt(computing).scope.empty() && opAt(computing).inputs.size() == 1) {
+        const ValueId in = opAt(computing).inputs[0];
+        const OpId p = g.values[in].producer;
+        if (p == kNone || !inStage_.count({d->second, p})) break;
+        computing = {d->second, p};
+        computed = in;
+      }
+      // It reads a part as if whole, or one the model never forms whose sum would be right. An identity hands
+      // the part on unchanged where it is scoped (the `return` of an autograd.Function): it is the place.
+      const bool handsOn = opAt(computing).kind == "identity";
+      if (const std::string site = handsOn ? "" : missingAfter(computing); !site.empty()) {
+        first = WrongOp{e.device, computing.second, computed, why(computing, computed), site};
+        continue;
+      }
+      if (exhausted_) return std::nullopt;
+      if (auto completed = handsOn ? std::nullopt : completedBy(computing, computed)) {
+        first = completed;
+        continue;
+      }
       agrees(d->second, v);
       if (exhausted_) return std::nullopt;
       // Only a sum or a mean: a maximum over ranks matches by chance where one rank holds the right value
       // and the others smaller ones.
       auto p = partial_.find({d->second, v});
       const std::string partial = asPartial(d->second, v);
-      if (p != partial_.end() && (p->second.first == "sum" || p->second.first == "mean"))
-        first = WrongOp{e.device, made.second, v, "the output " + partial + ": a collective missing?"};
+      if (p != partial_.end() && (p->second.first == "sum" || p->second.first == "mean")) {
+        const std::string site = statementAfter(d->second, v);
+        first = WrongOp{e.device, made.second, v,
+                        "the output " + partial + ": a collective missing" +
+                            (site.empty() ? "" : " after its last write, before " + site) + "?",
+                        site};
+      }
     }
     return first;
   }
@@ -136,6 +168,136 @@ class Judge {
            p->second.first + " over ranks " + ranks;
   }
 
+  // An input with no counterpart in the model whose sum over a group of the stage's ranks would make this
+  // op's value the model's: a part read as if whole, its collective forgotten (Megatron's predicted logits,
+  // which the model never forms, before their all-reduce). The op is re-evaluated on the counterexample's
+  // values with that input summed.
+  std::optional<WrongOp> completedBy(const Node& n, ValueId wrong) {
+    const Op& op = opAt(n);
+    const ops::OpDef* def = ops::findOp(op.kind);
+    const Graph& g = plan_.devices[n.first].graph;
+    const Shape& shape = g.values[wrong].type.shape;  // a checked output has no values of its own here
+    if (!def || !def->lower || def->communication || numElements(shape) > 65536) return std::nullopt;
+    for (size_t port = 0; port < op.inputs.size(); ++port) {
+      const ValueId u = op.inputs[port];
+      if (constant(n.first, u) || agrees(n.first, u) || isInteger(g.values[u].type.dtype)) continue;
+      for (const std::vector<int>& group : groups_) {
+        std::vector<double> sum;
+        if (!sumOver(group, n.first, u, sum)) continue;
+        std::optional<std::vector<double>> value = evaluate(n, port, sum, wrong);
+
+        if (!value || !isLogicalBox(shape, *value)) continue;
+        std::string ranks;
+        for (int r : group)
+          ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+        const std::string site = statementAfter(n.first, u);
+        const OpId p = g.values[u].producer;
+        const std::string where = p == kNone || g.ops[p].scope.empty() ? "" : " (" + g.ops[p].scope + ")";
+        return WrongOp{plan_.devices[n.first].rank, n.second, wrong,
+                       "it reads '" + g.values[u].name + "'" + where + ", whose sum over ranks " + ranks +
+                           " would make this op's value the model's: a collective missing" +
+                           (site.empty() ? " before this op" : " after its last write, before " + site) + "?",
+                       site};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The element-wise sum of `v`'s values (named alike) on the group's ranks; false unless all hold them and
+  // `d` is one of them.
+  bool sumOver(const std::vector<int>& group, size_t d, ValueId v, std::vector<double>& sum) const {
+    if (std::find(group.begin(), group.end(), plan_.devices[d].rank) == group.end()) return false;
+    const std::string& name = plan_.devices[d].graph.values[v].name;
+    for (int r : group) {
+      auto peer = deviceOf_.find(r);
+      const ValueId pv = peer == deviceOf_.end() ? kNone : plan_.devices[peer->second].graph.findValue(name);
+      const TensorValues* t = pv == kNone ? nullptr : valuesOf(peer->second, pv);
+      if (!t || (!sum.empty() && t->values.size() != sum.size())) return false;
+      if (sum.empty()) sum.assign(t->values.size(), 0.0);
+      for (size_t i = 0; i < sum.size(); ++i)
+        sum[i] += t->values[i];
+    }
+    return !sum.empty();
+  }
+
+  // The op's output on the counterexample's values of its inputs, input `port` replaced by `with`.
+  std::optional<std::vector<double>> evaluate(const Node& n, size_t port, const std::vector<double>& with,
+                                              ValueId output) const {
+    const Op& op = opAt(n);
+    const Graph& g = plan_.devices[n.first].graph;
+    sym::ExprPool pool;
+    std::vector<ops::SymTensor> in;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const TensorValues* t = valuesOf(n.first, op.inputs[i]);
+      const std::vector<double>* values = i == port ? &with : t ? &t->values : nullptr;
+      const TensorType& type = g.values[op.inputs[i]].type;
+      if (!values || values->size() != static_cast<size_t>(numElements(type.shape))) return std::nullopt;
+      ops::SymTensor st{type, {}};
+      for (double x : *values)
+        st.elems.push_back(type.dtype == DType::Bool ? pool.boolean(x != 0)
+                           : isInteger(type.dtype)   ? pool.integer(static_cast<int64_t>(std::llround(x)))
+                                                     : pool.real(x));
+      in.push_back(std::move(st));
+    }
+    try {
+      const std::vector<ops::SymTensor> outs = ops::findOp(op.kind)->lower(pool, in, op.attrs);
+      const auto at = std::find(op.outputs.begin(), op.outputs.end(), output) - op.outputs.begin();
+      if (static_cast<size_t>(at) >= outs.size()) return std::nullopt;
+      const std::vector<double> all = solver::evaluateReal(pool, {});
+      std::vector<double> value;
+      for (sym::ExprId e : outs[static_cast<size_t>(at)].elems)
+        value.push_back(all[e]);
+      return value;
+    } catch (const std::exception&) {  // an op the counterexample's values cannot feed: no counterfactual
+      return std::nullopt;
+    }
+  }
+
+  // The statement after the last write of `v` (the importer's record, through the scope-less copies an
+  // output is made by), where its missing collective belongs; empty when the plan does not say.
+  std::string statementAfter(size_t d, ValueId v) const {
+    auto all = plan_.metadata.find("statement_after");
+    if (all == plan_.metadata.end() || !all->is_object()) return "";
+    auto ofRank = all->find(std::to_string(plan_.devices[d].rank));
+    if (ofRank == all->end() || !ofRank->is_object()) return "";
+    const Graph& g = plan_.devices[d].graph;
+    for (int hop = 0; hop < 32 && v != kNone && g.values[v].producer != kNone; ++hop) {
+      const Op& op = g.ops[g.values[v].producer];
+      if (auto at = ofRank->find(op.id); at != ofRank->end() && at->is_string())
+        return at->get<std::string>();
+      if (!op.scope.empty() || op.inputs.size() != 1) break;
+      v = op.inputs[0];
+    }
+    return "";
+  }
+
+  // The op reads a partial value as if whole (not a collective, whose group or reduction would be at fault):
+  // the statement after that value's last write. Ops of the reading statement itself (`m.unsqueeze(-1)` in
+  // `logits - m.unsqueeze(-1)`) are followed back to the statement that made the part.
+  std::string missingAfter(const Node& n) {
+    const Op& op = opAt(n);
+    const ops::OpDef* def = ops::findOp(op.kind);
+    if (def && def->communication) return "";
+    const Graph& g = plan_.devices[n.first].graph;
+    const std::string reading = statementAfter(n.first, op.outputs.empty() ? kNone : op.outputs[0]);
+    for (ValueId v : op.inputs) {
+      if (asPartial(n.first, v).empty()) continue;
+      for (std::string site = statementAfter(n.first, v); !site.empty() && site == reading;) {
+        const OpId p = g.values[v].producer;
+        ValueId earlier = kNone;
+        for (ValueId u : p == kNone ? std::vector<ValueId>{} : g.ops[p].inputs)
+          if (earlier == kNone && !constant(n.first, u) && agrees(n.first, u) &&
+              !asPartial(n.first, u).empty())
+            earlier = u;
+        if (earlier == kNone) break;
+        v = earlier;
+        site = statementAfter(n.first, v);
+      }
+      return statementAfter(n.first, v);
+    }
+    return "";
+  }
+
   std::string why(const Node& n, ValueId wrong) const {
     const Op& op = opAt(n);
     const ops::OpDef* def = ops::findOp(op.kind);
@@ -145,7 +307,9 @@ class Judge {
       if (def && def->communication)
         return "it reads " + partial + ", and this " + op.kind +
                " does not make the model's value of it: the wrong reduction, group or scale?";
-      return "it reads " + partial + ": a collective missing before this op?";
+      const std::string site = statementAfter(n.first, v);
+      return "it reads " + partial + ": a collective missing" +
+             (site.empty() ? " before this op" : " after its last write, before " + site) + "?";
     }
     return "the values it reads agree with the model; its output '" +
            plan_.devices[n.first].graph.values[wrong].name +
@@ -367,7 +531,8 @@ class Judge {
                            "the constant '" + g.values[out].name +
                                "' equals the model's value at another block " +
                                "than the values it is combined with (by '" + op.id +
-                               "'): built for another rank's part?"};
+                               "'): built for another rank's part?",
+                           ""};
         }
     }
     return std::nullopt;

@@ -17,6 +17,10 @@ struct WrongOp {
   OpId op = kNone;
   ValueId value = kNone;  // the output that stops agreeing
   std::string why;        // in words, for the report
+  // Where the fix goes when it is not the op's own line: the statement after the last write of a partial
+  // value whose collective is missing, as an importer recorded it (plan metadata "statement_after"); else
+  // empty.
+  std::string site;
 };
 
 // A device value agrees with the model when it equals a box of a logical value of the stage (on a regular
@@ -24,6 +28,8 @@ struct WrongOp {
 // mean, max or min into one (a partial value before its collective). Values built from constants alone are
 // not judged (a scale or a mask has no logical counterpart of its own). Empty when no op fits, or when the
 // counterexample carries no values inside the stage (a reused result, a stage too large to keep them).
+// An op that reads a value the model never forms, whose sum over a group of ranks would make the op's output
+// the model's (re-evaluated on the counterexample's values), reads a part whose collective is missing.
 std::optional<WrongOp> firstWrongOp(const StageInfo& stage, const CounterexampleReport& cex,
                                     const Plan& plan);
 

@@ -160,6 +160,10 @@ void annotateFirstDifference(Report& report, const Plan& plan) {
     if (auto wrong = firstWrongOp(s, *res.counterexample, plan)) {
       first = described(byRank.at(wrong->rank)->graph, wrong->rank, wrong->op, wrong->value);
       first->why = wrong->why;
+      if (!wrong->site.empty()) {  // a missing statement: where it goes; the op stays in the why
+        first->why += " (the op: " + first->scope + ")";
+        first->scope = wrong->site;
+      }
     } else if ((first = firstDifference(s, *res.counterexample, byRank))) {
       first->why = "the earliest op making a checked value that differs";
     }

@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from . import ImportTorchError
+from . import ImportTorchError, _insertion, _scopes
 
 # A bool tensor is an i64 tensor of 0 and 1 in the plan (comparisons give 0/1, `where` reads nonzero as true):
 # the verifier's arithmetic has no booleans, and every producer of a bool here yields only 0 or 1.
@@ -43,18 +43,34 @@ def node_line(node, script):
     """'FILE:LINE' of the innermost frame of SCRIPT.py or a module beside it in the node's stack trace (fx
     records it), and its function. A backward op whose own line is the `autograd.grad` / `backward` call has
     the line of the forward op it differentiates (_backlines.py), with the calling function."""
-    loc, func = _stack_line(node.stack_trace or "", script)
+    return _frames(node, script)[0]
+
+
+def _frames(node, script):
+    """The node's user frames ('FILE:LINE', function), innermost first, never empty ((script, '') when none);
+    a backward op's are its forward op's from the line it takes on."""
+    if _scopes.FRAMES in node.meta:
+        return node.meta[_scopes.FRAMES]
+    own = _stack_frames(node.stack_trace or "", script)
     fwd = node.meta.get("paraproof_forward")
-    if fwd is not None and loc == fwd[1]:
-        floc, _ = _stack_line(fwd[0], script)
-        if floc != script:
-            return floc, func
-    return loc, func
+    if fwd is not None and own[0][0] == fwd[1]:
+        forward = _stack_frames(fwd[0], script)
+        if forward[0][0] != script:
+            return [(forward[0][0], own[0][1])] + forward[1:]
+    return own
 
 
-def _stack_line(st, script):
-    lines = st.splitlines()
-    for ln in lines:
+def exec_frames(node, script):
+    """The user frames running when the node was made, innermost first: a backward op's are the
+    `autograd.grad` / `backward` call's, not its forward op's."""
+    if _scopes.FRAMES in node.meta:
+        return node.meta[_scopes.FRAMES]
+    return _stack_frames(node.stack_trace or "", script)
+
+
+def _stack_frames(st, script):
+    frames = []
+    for ln in st.splitlines():
         ln = ln.strip()
         if ln.startswith("File \"") and "\", line " in ln:
             fname = ln[len("File \""):ln.index("\", line ")]
@@ -62,18 +78,35 @@ def _stack_line(st, script):
                 rest = ln[ln.index("\", line ") + len("\", line "):]
                 num = rest.split(",")[0]
                 func = rest.split(" in ", 1)[1] if " in " in rest else ""
-                return f"{os.path.abspath(fname)}:{num}", func
-    return script, ""
+                frames.append((f"{os.path.abspath(fname)}:{num}", func))
+    return frames or [(script, "")]
+
+
+# Calling lines kept in a scope: enough to tell apart the calls of a helper (rope(q, ...) and rope(k, ...)).
+# The step's own function closes the chain, named only when it calls the helper itself.
+_CALLERS = 2
+_STEPS = ("logical", "parallel")
 
 
 def node_scope(node, script):
     """The op's scope: the nn.Module path it ran in ("model.fc1"), else the SCRIPT.py function, then after a
     space its line ("model.fc1 mlp.py:20", "parallel mlp_tp2.py:40"); the text after the space is a note, not
-    a level of the hierarchy."""
-    loc, func = node_line(node, script)
+    a level of the hierarchy. Inside a helper of the step the note goes on with the lines that called it
+    ("rope llama.py:24 < block llama.py:73", docs/plan-format.md): a helper's line is right on one call and
+    wrong on another when the bug is in the call's arguments."""
+    frames = _frames(node, script)
+    loc, func = frames[0]
     line = os.path.basename(loc) if loc != script else ""
     path = node.meta.get("paraproof_scope") or func
-    return " ".join(p for p in (path, line) if p)
+    scope = " ".join(p for p in (path, line) if p)
+    callers = [f for i, f in enumerate(frames[1:], 1) if f[0] != frames[i - 1][0]]  # a comprehension's own
+    for k, (caller_loc, caller) in enumerate(callers[:_CALLERS]):
+        if caller in _STEPS and k > 0:
+            break
+        scope += f" < {caller} {os.path.basename(caller_loc)}"
+        if caller in _STEPS:
+            break
+    return scope
 
 
 def is_user_file(fname, script):
@@ -128,6 +161,9 @@ class Converter:
             scope = node_scope(node, self.script)
             if scope:
                 op["scope"] = scope
+            nxt = _insertion.after(exec_frames(node, self.script))
+            if nxt:
+                op["_after"] = nxt
         self.ops.append(op)
         return outs[0] if n_out == 1 and out_names is None else outs
 
@@ -344,6 +380,8 @@ def _gelu(c, n, a, full):
 
 @handles("aten.clone", "aten.detach", "aten.alias", "aten.lift_fresh_copy", "aten.contiguous")
 def _identity(c, n, a, full):
+    if _scopes.FRAMES in n.meta:  # a value an autograd.Function passes through: keep its return line
+        return c.emit("identity", [a[0]])
     return a[0]
 
 

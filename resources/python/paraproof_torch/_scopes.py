@@ -9,6 +9,18 @@ import torch.fx
 from torch.nn.modules import module as _module
 
 META = "paraproof_scope"
+FRAMES = "paraproof_frames"  # the user frames ('FILE:LINE', function) a node is attributed to, innermost first
+_attributed = []
+
+
+@contextlib.contextmanager
+def attributed(frames):
+    """fx nodes created meanwhile are attributed to `frames` instead of their stack trace."""
+    _attributed.append(frames)
+    try:
+        yield
+    finally:
+        _attributed.pop()
 
 
 class _Tracker:
@@ -49,6 +61,8 @@ def tracking(namespace):
         node = create_node(self, *args, **kwargs)
         if t.stack:
             node.meta[META] = t.stack[-1]
+        if _attributed:
+            node.meta[FRAMES] = _attributed[-1]
         return node
 
     handles = [_module.register_module_forward_pre_hook(t.pre), _module.register_module_forward_hook(t.post)]

@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _backlines, _dist, _leaves, _masked, _preconditions, _scopes
+from . import _aten, _backlines, _dist, _functions, _leaves, _masked, _preconditions, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -228,7 +228,7 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
 
     try:
         with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)), \
-                _backlines.tracking(), _masked.SizeGuard(script.path):
+                _backlines.tracking(), _masked.SizeGuard(script.path), _functions.marking(script.path):
             gm = make_fx(step)(*[a.clone() for a in args])  # copies: the step may update its inputs in place
     except ImportTorchError:
         raise
@@ -267,9 +267,12 @@ def _graph(script, gm, keys, where, input_specs, out_names, reserved, examples, 
         c.emit("identity", [v], out_names=[out_names[key]])
         ops_out.append(out_names[key])
     ops = _aten.cse(_aten.prune(c.ops, ops_out))
+    c.statement_after = {}
     for op in ops:
         op.pop("_where", None)
         op.pop("_root", None)
+        if "_after" in op:
+            c.statement_after[op["id"]] = op.pop("_after")
     inputs = [{"name": n, "shape": s, "dtype": d} for n, s, d in input_specs]
     return {"inputs": inputs, "ops": ops, "outputs": ops_out}, c
 
@@ -325,6 +328,7 @@ def import_script(path):
         _check_state_preconditions(script, lgraph, inputs, names, out_vals)
 
     devices = []
+    statement_after = {}  # rank -> op id -> the statement after it (_insertion.py)
     for rank in range(mesh.size):
         coord = mesh.coord(rank)
         _dist.begin_trace("parallel", rank, mesh.size)
@@ -343,8 +347,9 @@ def import_script(path):
             raise ImportTorchError(f"{script.ret_at('parallel')}: parallel returns {extra[0]!r} on rank {rank}, "
                                    "which logical does not return (outputs must have the same names)")
         dspecs = [(n, layouts[n].local_shape(coord), DTYPE_NAMES[inputs[n][1]]) for n in names]
-        dgraph, _ = _graph(script, gm, pkeys, where, dspecs, {k: k for k in pkeys}, reserved, args,
-                           preconditions)
+        dgraph, dconv = _graph(script, gm, pkeys, where, dspecs, {k: k for k in pkeys}, reserved, args,
+                               preconditions)
+        statement_after[str(rank)] = dconv.statement_after
         out_node = [n for n in gm.graph.nodes if n.op == "output"][0]
         for k, node in zip(pkeys, out_node.args[0]):
             want = layouts[k].local_shape(coord)
@@ -362,7 +367,8 @@ def import_script(path):
         "format": "paraproof-plan",
         "version": 1,
         "name": os.path.basename(script.path),
-        "metadata": {"source": script.path, "importer": "paraproof import-torch (torch " + torch.__version__ + ")"},
+        "metadata": {"source": script.path, "importer": "paraproof import-torch (torch " + torch.__version__ + ")",
+                     "statement_after": statement_after},
         "mesh": {"axes": mesh.axes, "shape": mesh.shape},
         "logical": lgraph,
         "devices": devices,
