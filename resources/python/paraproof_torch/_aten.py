@@ -1261,4 +1261,4 @@ def _select_backward(c, n, a, full):
 
 
 # Handlers of masks and indexing live beside this module; importing them registers them.
-from . import _masks, _indexing, _nn, _pointwise, _reorder  # noqa: E402,F401  (after HANDLERS exists)
+from . import _masks, _indexing, _nn, _pointwise, _products, _reorder  # noqa: E402,F401  (after HANDLERS exists)

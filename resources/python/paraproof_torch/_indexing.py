@@ -1,5 +1,6 @@
 """Integer indexing: gather / scatter, index_select / index_add, advanced indexing `x[i, j]` and its writes
-`x[i, j] = v`, `x[mask] = v`, and max / min / argmax with their indices and backward.
+`x[i, j] = v`, `x[mask] = v`, max / min / argmax with their indices and backward, and diagonal reads with
+their backward.
 
 Reads are the verifier's `gather` (take_along_dim: a row per index, 0 out of range); writes compare every
 written index with every position (`compare` eq against an `iota`) and select (`where`) or sum the written
@@ -9,7 +10,7 @@ from math import prod as _prod
 import torch
 
 from . import _masked
-from ._aten import DTYPES, _Unsupported, _norm_dim, handles, in_shape
+from ._aten import DTYPES, _Unsupported, _norm_dim, handles, in_shape, strided_place, strided_read
 
 
 
@@ -294,3 +295,48 @@ def _index_put(c, n, a, full):
         y = c.emit("where", [c.reshape(written, [F], [F, 1]), contrib, x2])
     return c.reshape(y, [F, R], shape)
 
+
+
+# ---- diagonal ----
+def _diagonal_geometry(shape, offset, dim1, dim2, full):
+    """(perm moving dim1, dim2 last, the permuted shape, flat start, end and step of the diagonal in the last
+    two dims flattened to A * B, its length)."""
+    r = len(shape)
+    d1, d2 = _norm_dim(int(dim1), r), _norm_dim(int(dim2), r)
+    if d1 == d2:
+        raise _Unsupported(f"'{full}' with dim1 == dim2")
+    A, B = shape[d1], shape[d2]
+    length = max(0, min(A, B - offset)) if offset >= 0 else max(0, min(A + offset, B))
+    if length == 0:
+        raise _Unsupported(f"'{full}' of an empty diagonal (offset {offset})")
+    perm = [i for i in range(r) if i not in (d1, d2)] + [d1, d2]
+    pshape = [shape[i] for i in perm]
+    start = offset if offset >= 0 else -offset * B
+    step = B + 1
+    return perm, pshape, start, start + (length - 1) * step + 1, step, length
+
+
+@handles("aten.diagonal")
+def _diagonal(c, n, a, full):
+    """x.diagonal(offset, dim1, dim2): the two dims moved last and flattened, the entries start, start + B + 1,
+    ... read as a strided slice (data movement only); torch puts the diagonal last, as here."""
+    shape = in_shape(n.args[0])
+    perm, pshape, start, end, step, _ = _diagonal_geometry(shape, int(a[1]), a[2], a[3], full)
+    x = a[0] if perm == list(range(len(shape))) else c.emit("transpose", [a[0]], {"perm": perm})
+    flat = pshape[:-2] + [pshape[-2] * pshape[-1]]
+    x = c.reshape(x, pshape, flat)
+    return strided_read(c, x, flat, len(flat) - 1, start, end, step, DTYPES[c.meta(n).dtype])
+
+
+@handles("aten.diagonal_backward")
+def _diagonal_bw(c, n, a, full):
+    """The gradient placed on the diagonal of zeros of input_sizes (the read's inverse data movement)."""
+    sizes = [int(s) for s in a[1]]
+    perm, pshape, start, end, step, _ = _diagonal_geometry(sizes, int(a[2]), a[3], a[4], full)
+    flat = pshape[:-2] + [pshape[-2] * pshape[-1]]
+    g = strided_place(c, a[0], flat, len(flat) - 1, start, end, step, DTYPES[c.meta(n).dtype])
+    g = c.reshape(g, flat, pshape)
+    if perm == list(range(len(sizes))):
+        return g
+    inv = [perm.index(i) for i in range(len(sizes))]
+    return c.emit("transpose", [g], {"perm": inv})

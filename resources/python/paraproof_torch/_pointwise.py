@@ -1,6 +1,7 @@
 """Activations and losses torch has as fused kernels, written out with the verifier's ops: hardtanh, leaky_relu,
-elu, glu, softplus, logsigmoid, log1p, expm1, lerp, xlogy, smooth_l1 / huber / BCE-with-logits losses, and
-the backward kernels torch traces for them.
+elu, glu, softplus, mish, logsigmoid, log1p, expm1, lerp, xlogy, smooth_l1 / huber / BCE-with-logits losses, and
+the backward kernels torch traces for them; nan_to_num, isnan and isinf, which over the reals (every value
+finite) are the identity and false.
 
 Each is the same real function as torch's formula (torch's clamps against overflow, e.g. BCE's max_val, change
 no value over the reals); exp / log / sigmoid stay uninterpreted in the proof, so the logical and parallel
@@ -126,6 +127,13 @@ def _softplus_bw(c, n, a, full):
     return c.emit("where", [_cmp(c, bx, "gt", threshold), a[0], c.emit("mul", [a[0], c.emit("sigmoid", [bx])])])
 
 
+@handles("aten.mish")
+def _mish(c, n, a, full):
+    """x * tanh(log(1 + exp(x))), torch's kernel (no softplus threshold). Its backward is traced by make_fx as
+    sigmoid / softplus / tanh / mul, each mapped on its own."""
+    return c.emit("mul", [a[0], c.emit("tanh", [_log1pexp(c, a[0])])])
+
+
 @handles("aten.log_sigmoid_forward")
 def _logsigmoid(c, n, a, full):
     out = c.emit("neg", [_log1pexp(c, c.emit("neg", [a[0]]))])
@@ -232,3 +240,17 @@ def _amin(c, n, a, full):
         return a[0]
     dims = sorted({_norm_dim(d, r) for d in a[1]}) if a[1] else list(range(r))
     return c.emit("neg", [c.emit("max", [c.emit("neg", [a[0]])], {"dims": dims, "keepdim": bool(a[2])})])
+
+
+# ---- non-finite values ----
+# ParaProof's tensors hold reals, every one finite (a non-finite constant is refused, -inf fills stand for
+# -1e30): nan_to_num changes no value, and isnan / isinf are false everywhere (x.max()'s backward asks
+# isnan of the input and of the max).
+@handles("aten.nan_to_num")
+def _nan_to_num(c, n, a, full):
+    return a[0]
+
+
+@handles("aten.isnan", "aten.isinf", "aten.isposinf", "aten.isneginf")
+def _never(c, n, a, full):
+    return c.const(list(c.meta(n).shape), 0, "i64")  # a bool tensor is 0/1 in i64 (_aten.DTYPES)
