@@ -190,7 +190,7 @@ class Judge {
         std::string ranks;
         for (int r : group)
           ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-        const std::string site = statementAfter(n.first, u);
+        const std::string site = statementAfter(n.first, u, n.second);
         const OpId p = g.values[u].producer;
         const std::string where = p == kNone || g.ops[p].scope.empty() ? "" : " (" + g.ops[p].scope + ")";
         return WrongOp{plan_.devices[n.first].rank, n.second, wrong,
@@ -253,18 +253,32 @@ class Judge {
     }
   }
 
-  // The statement after the last write of `v` (the importer's record, through the scope-less copies an
-  // output is made by), where its missing collective belongs; empty when the plan does not say.
-  std::string statementAfter(size_t d, ValueId v) const {
+  // What the importer recorded for op `o` (plan metadata "statement_after": the next statement, and for an op
+  // in a loop the loop and the statement after it), or null.
+  const Json* recorded(size_t d, OpId o) const {
     auto all = plan_.metadata.find("statement_after");
-    if (all == plan_.metadata.end() || !all->is_object()) return "";
+    if (o == kNone || all == plan_.metadata.end() || !all->is_object()) return nullptr;
     auto ofRank = all->find(std::to_string(plan_.devices[d].rank));
-    if (ofRank == all->end() || !ofRank->is_object()) return "";
+    if (ofRank == all->end() || !ofRank->is_object()) return nullptr;
+    auto at = ofRank->find(plan_.devices[d].graph.ops[o].id);
+    return at != ofRank->end() && at->is_object() ? &*at : nullptr;
+  }
+
+  // The statement after the last write of `v` (the importer's record, through the scope-less copies an
+  // output is made by), where its missing collective belongs; empty when the plan does not say. A value a
+  // loop writes on every pass (gradients accumulated over micro-batches) and read after the loop (by
+  // `reader`, or as an output) is complete only after it: the statement after the loop.
+  std::string statementAfter(size_t d, ValueId v, OpId reader = kNone) const {
     const Graph& g = plan_.devices[d].graph;
     for (int hop = 0; hop < 32 && v != kNone && g.values[v].producer != kNone; ++hop) {
       const Op& op = g.ops[g.values[v].producer];
-      if (auto at = ofRank->find(op.id); at != ofRank->end() && at->is_string())
-        return at->get<std::string>();
+      if (const Json* at = recorded(d, g.values[v].producer)) {
+        const Json* read = recorded(d, reader);
+        const bool sameLoop =
+            read && read->contains("loop") && at->contains("loop") && (*read)["loop"] == (*at)["loop"];
+        if (at->contains("after_loop") && !sameLoop) return at->value("after_loop", "");
+        return at->value("next", "");
+      }
       if (!op.scope.empty() || op.inputs.size() != 1) break;
       v = op.inputs[0];
     }
@@ -279,10 +293,10 @@ class Judge {
     const ops::OpDef* def = ops::findOp(op.kind);
     if (def && def->communication) return "";
     const Graph& g = plan_.devices[n.first].graph;
-    const std::string reading = statementAfter(n.first, op.outputs.empty() ? kNone : op.outputs[0]);
+    const std::string reading = statementAfter(n.first, op.outputs.empty() ? kNone : op.outputs[0], n.second);
     for (ValueId v : op.inputs) {
       if (asPartial(n.first, v).empty()) continue;
-      for (std::string site = statementAfter(n.first, v); !site.empty() && site == reading;) {
+      for (std::string site = statementAfter(n.first, v, n.second); !site.empty() && site == reading;) {
         const OpId p = g.values[v].producer;
         ValueId earlier = kNone;
         for (ValueId u : p == kNone ? std::vector<ValueId>{} : g.ops[p].inputs)
@@ -291,9 +305,9 @@ class Judge {
             earlier = u;
         if (earlier == kNone) break;
         v = earlier;
-        site = statementAfter(n.first, v);
+        site = statementAfter(n.first, v, n.second);
       }
-      return statementAfter(n.first, v);
+      return statementAfter(n.first, v, n.second);
     }
     return "";
   }
@@ -307,7 +321,7 @@ class Judge {
       if (def && def->communication)
         return "it reads " + partial + ", and this " + op.kind +
                " does not make the model's value of it: the wrong reduction, group or scale?";
-      const std::string site = statementAfter(n.first, v);
+      const std::string site = statementAfter(n.first, v, n.second);
       return "it reads " + partial + ": a collective missing" +
              (site.empty() ? " before this op" : " after its last write, before " + site) + "?";
     }

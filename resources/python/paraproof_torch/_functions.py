@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from . import _aten, _scopes
+from . import _aten, _insertion, _scopes
 
 
 def _user_functions(script):
@@ -64,6 +64,8 @@ def marking(script):
             fn = cls.__dict__.get(name)
             if isinstance(fn, staticmethod):
                 saved.append((cls, name, fn))
+                code = fn.__func__.__code__
+                _insertion.FUNCTION_METHODS.add((os.path.abspath(code.co_filename), code.co_name))
                 setattr(cls, name, staticmethod(_passing(fn.__func__)))
     try:
         yield

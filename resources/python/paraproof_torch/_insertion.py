@@ -6,8 +6,10 @@ loop that all-reduces the others: the loop after the `autograd.grad` call). For 
 records that next statement (plan metadata `statement_after`); the verifier names it when a failing stage's
 first difference is such a part (docs/report-format.md, "first difference")."""
 import ast
+import contextlib
 import functools
 import os
+import sys
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -47,28 +49,100 @@ def _chain(path, line):
         body = inner
 
 
-def next_statement(path, line):
-    """The line of the first statement that runs after the one holding `line` in its function (`with`
-    headers entered: a context is no step), or None at the function's end."""
-    for body, i in reversed(_chain(path, line)):
+EXECUTED = set()  # (absolute path, line) of the user lines run while the steps were traced
+FUNCTION_METHODS = set()  # (absolute path, name) of the user autograd.Functions' forward and backward
+
+
+@contextlib.contextmanager
+def recording(script):
+    """While tracing: the lines of SCRIPT.py and the modules beside it that run (an `if` body that ran is
+    where a statement missing after its test belongs)."""
+    from . import _aten
+
+    def local(frame, event, arg):
+        if event == "line":
+            EXECUTED.add((frame.f_code.co_filename, frame.f_lineno))
+        return local
+
+    def call(frame, event, arg):
+        if _aten.is_user_file(frame.f_code.co_filename, script):
+            EXECUTED.add((frame.f_code.co_filename, frame.f_lineno))
+            return local
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(call)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+def _ran(path, st):
+    return any((f, st.lineno) in EXECUTED for f in (path, os.path.abspath(path)))
+
+
+def _entered(path, st):
+    """The statement a step lands on: a `with` block's first, an `if` branch's first when it ran."""
+    while True:
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            st = st.body[0]
+        elif isinstance(st, ast.If) and _ran(path, st.body[0]):
+            st = st.body[0]
+        elif isinstance(st, ast.If) and st.orelse and _ran(path, st.orelse[0]):
+            st = st.orelse[0]
+        else:
+            return st
+
+
+def next_statement(path, line, past_loop=False):
+    """The line of the first statement that runs after the one holding `line` in its function (`with` blocks
+    and `if` branches that ran entered), or None at the function's end. past_loop: after the innermost loop
+    holding it instead (a value a loop writes on every pass is complete after the loop), None outside loops."""
+    chain = _chain(path, line)
+    if past_loop:
+        loops = [k for k, (body, i) in enumerate(chain) if isinstance(body[i], (ast.For, ast.While))]
+        if not loops or loops[-1] == len(chain) - 1:
+            return None
+        chain = chain[:loops[-1] + 1]
+    for body, i in reversed(chain):
         if i + 1 < len(body):
-            st = body[i + 1]
-            while isinstance(st, (ast.With, ast.AsyncWith)):
-                st = st.body[0]
-            return st.lineno
+            return _entered(path, body[i + 1]).lineno
+    return None
+
+
+def loop_of(path, line):
+    """'FILE:LINE' of the innermost loop (of its function) whose body holds `line`, else None."""
+    chain = _chain(path, line)
+    for body, i in reversed(chain[:-1]):
+        if isinstance(body[i], (ast.For, ast.While)):
+            return f"{os.path.basename(path)}:{body[i].lineno}"
     return None
 
 
 def after(frames):
-    """'FUNCTION FILE:LINE' of the statement after the op's frames (innermost first, as executed), going out
-    to the caller when the innermost statement ends its function; None when none is in user code."""
-    for loc, _ in frames:
+    """Where a statement missing after the op's own belongs ({"next": 'FUNCTION FILE:LINE'}, and for an op
+    inside a loop "loop" and "after_loop"), from its frames (innermost first, as executed), going out to the
+    caller when the statement ends its function; None when no user frame has a next statement."""
+    for loc, func in frames:
         path, _, line = loc.rpartition(":")
         if not path or not line.isdigit():
             return None
         nxt = next_statement(path, int(line))
+        past = next_statement(path, int(line), past_loop=True)
+        if nxt is None and past is None and (os.path.abspath(path), func) in FUNCTION_METHODS:
+            # The last statement of an autograd.Function's forward or backward: autograd, not the caller,
+            # takes what it returns, so the missing collective belongs in that statement.
+            return {"next": f"{func} {os.path.basename(path)}:{line}"}
+        if nxt is None and past is None:
+            continue
+        out = {}
         if nxt is not None:
-            return f"{_function(path, nxt)} {os.path.basename(path)}:{nxt}"
+            out["next"] = f"{_function(path, nxt)} {os.path.basename(path)}:{nxt}"
+        if past is not None:
+            out["loop"] = loop_of(path, int(line))
+            out["after_loop"] = f"{_function(path, past)} {os.path.basename(path)}:{past}"
+        return out
     return None
 
 

@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx, PythonKeyTracer
 
 from . import ImportTorchError, Mesh, Partial, Replicate, Shard
-from . import _aten, _backlines, _dist, _functions, _leaves, _masked, _preconditions, _scopes
+from . import _aten, _backlines, _dist, _functions, _insertion, _leaves, _masked, _preconditions, _scopes
 
 # fx records the Python stack of every traced op: errors and scopes name the SCRIPT.py line.
 PythonKeyTracer.record_stack_traces = True
@@ -228,7 +228,8 @@ def _trace(script, fn, fn_name, names, args, where, namespace=None):
 
     try:
         with _scopes.tracking(namespace if namespace is not None else getattr(fn, "__globals__", None)), \
-                _backlines.tracking(), _masked.SizeGuard(script.path), _functions.marking(script.path):
+                _backlines.tracking(), _masked.SizeGuard(script.path), _functions.marking(script.path), \
+                _insertion.recording(script.path):
             gm = make_fx(step)(*[a.clone() for a in args])  # copies: the step may update its inputs in place
     except ImportTorchError:
         raise
