@@ -123,6 +123,25 @@ class TestEngines : public QObject {
     }
   }
 
+  // A bool input is an integer read as `!= 0`; one that indexes nothing is unbounded. Masked where it is 0,
+  // a difference shows only on elements drawn 0: the random engine must draw them (it drew from a window of
+  // 2^16 values around 0 only, so every mask stayed set and a wrongly shifted padded sequence agreed).
+  void unboundedMasksAreDrawnZeroToo() {
+    Builder b;
+    std::vector<sym::ExprId> expected, actual;
+    for (int i = 0; i < 8; ++i) {
+      auto keep = b.e.lnot(b.e.eq(b.integer("pad" + std::to_string(i), 0, 0), b.e.integer(0)));
+      auto x = b.real("x" + std::to_string(i));
+      expected.push_back(b.e.ite(keep, x, b.e.zero()));
+      actual.push_back(b.e.ite(keep, x, b.e.scale(x, 0.5)));
+    }
+    b.expect(b.e.add(expected), b.e.add(actual));
+    const solver::Result r = runField(b.p);
+    QCOMPARE(r.status, Status::Failed);
+    QVERIFY(r.cex && r.cex->confirmed);
+    QVERIFY(reallyDiffers(b.p, *r.cex));
+  }
+
   void functionsOfEqualArgumentsAreEqual() {
     // exp(2(x+y)) vs exp(2x+2y): different terms, equal arguments; congruence proves it.
     Builder b;

@@ -25,8 +25,11 @@ using Clock = std::chrono::steady_clock;
 namespace f = field;
 
 constexpr int kComparisonTrials = 16;
-// Unbounded integer inputs (they index nothing) are sampled from [-kUnboundedWindow/2, kUnboundedWindow/2).
+// Unbounded integer inputs (they index nothing) are sampled from [-kUnboundedWindow/2, kUnboundedWindow/2),
+// or, on a fair coin, from [-kSmall, kSmall]: such an integer is mostly a flag or a mask compared with 0 or 1
+// (a bool input is `r != 0`), and a wide window alone would leave every mask set.
 constexpr uint64_t kUnboundedWindow = uint64_t{1} << 16;
+constexpr int64_t kSmall = 2;
 
 uint64_t splitmix(uint64_t& s) {
   return f::mix(s += 0x9e3779b97f4a7c15ull);
@@ -146,9 +149,14 @@ FieldEngine::TrialOutcome FieldEngine::runTrial(const Problem& p, const ProblemS
           uint64_t width = bounded ? static_cast<uint64_t>(v.hi - v.lo) : kUnboundedWindow;
           int64_t lo = bounded ? v.lo : -static_cast<int64_t>(kUnboundedWindow / 2);
           uint64_t shift = f::mix(seed_ ^ (uint64_t{n.var} * 0x9e3779b97f4a7c15ull)) % width;
+          const uint64_t draw = bounded ? 0 : splitmix(s);
+          if (!bounded && (draw & 1)) {
+            width = 2 * kSmall + 1;
+            lo = -kSmall;
+          }
           out = static_cast<uint64_t>(
               lo + static_cast<int64_t>(bounded ? (shift + static_cast<uint64_t>(intRound)) % width
-                                                : splitmix(s) % width));
+                                                : (draw >> 1) % width));
           num = static_cast<double>(ival(e));
         }
         point_[n.var] = num;
