@@ -29,6 +29,14 @@ def _as_out(c, n, x):
     return c.to_dtype(x, src, dst)
 
 
+def _running(c, parts):
+    """The running products of the entries, left to right (the last is the product)."""
+    run = [parts[0]]
+    for p in parts[1:]:
+        run.append(c.emit("mul", [run[-1], p]))
+    return run
+
+
 @handles("aten.prod.dim_int")
 def _prod_dim(c, n, a, full):
     shape = in_shape(n.args[0])
@@ -38,10 +46,7 @@ def _prod_dim(c, n, a, full):
     dim = _norm_dim(int(a[1]), len(shape))
     if shape[dim] == 0:
         raise _Unsupported(f"'{full}' over an empty dim")
-    parts = _entries(c, x, shape, dim, full)
-    y = parts[0]
-    for p in parts[1:]:
-        y = c.emit("mul", [y, p])
+    y = _running(c, _entries(c, x, shape, dim, full))[-1]
     kept = shape[:dim] + [1] + shape[dim + 1:]
     return y if a[2] else c.reshape(y, kept, shape[:dim] + shape[dim + 1:])
 
@@ -56,11 +61,7 @@ def _prod_all(c, n, a, full):
     if total == 0:
         raise _Unsupported(f"'{full}' of an empty tensor")
     flat = c.reshape(x, shape, [total])
-    parts = _entries(c, flat, [total], 0, full)
-    y = parts[0]
-    for p in parts[1:]:
-        y = c.emit("mul", [y, p])
-    return c.reshape(y, [1], [])
+    return c.reshape(_running(c, _entries(c, flat, [total], 0, full))[-1], [1], [])
 
 
 @handles("aten.cumprod")
@@ -72,8 +73,4 @@ def _cumprod(c, n, a, full):
     dim = _norm_dim(int(a[1]), len(shape))
     if shape[dim] <= 1:
         return x
-    parts = _entries(c, x, shape, dim, full)
-    run = [parts[0]]
-    for p in parts[1:]:
-        run.append(c.emit("mul", [run[-1], p]))
-    return c.emit("concat", run, {"dim": dim})
+    return c.emit("concat", _running(c, _entries(c, x, shape, dim, full)), {"dim": dim})
