@@ -43,13 +43,6 @@ int bugLine(const QString& script) {
   return -1;
 }
 
-// Bundled broken examples whose "# BUG" line the counterexample's values cannot point at, and what is named
-// instead.
-const QSet<QString> kNamedElsewhere = {
-    // The gradient sent is a true gradient, of another tensor: its first consumer is named.
-    "pipeline_pp2_wrong_grad.py",
-};
-
 }  // namespace
 
 class TestImportTorch : public QObject {
@@ -113,12 +106,10 @@ class TestImportTorch : public QObject {
                    .match(verified.out)
                    .hasMatch(),
                qPrintable(verified.out));
-      // A bug marked "# BUG" is that line (report_annotate, first_difference.h), but where the marked line
-      // cannot be found from the values (kNamedElsewhere says why).
-      if (const int bug = bugLine(script);
-          bug > 0 && script.startsWith(kExamples) && !kNamedElsewhere.contains(base))
-        // The line is the op's own, a line that called it ("rope f.py:24 < block f.py:73"), or where a
-        // missing collective belongs.
+      // A bug marked "# BUG" is that line (report_annotate, first_difference.h), for every bundled example.
+      if (const int bug = bugLine(script); bug > 0 && script.startsWith(kExamples))
+        // The line is the op's own, a line that called it ("rope f.py:24 < block f.py:73"), where a missing
+        // collective belongs, or where a wrong tensor sent was made.
         QVERIFY2(QRegularExpression("first difference: [^(\\n]*\\b" + QRegularExpression::escape(base) + ":" +
                                     QString::number(bug) + " (<|\\(rank)")
                      .match(verified.out)

@@ -87,6 +87,8 @@ class Judge {
       if (exhausted_) return std::nullopt;
       if (auto misplaced = misplacedConstant(n)) return misplaced;
       if (exhausted_) return std::nullopt;
+      if (auto sent = wrongTensorSent(n)) return sent;
+      if (exhausted_) return std::nullopt;
       return WrongOp{plan_.devices[n.first].rank, n.second, wrong, why(n, wrong), missingAfter(n)};
     }
     return partialOutput();
@@ -457,11 +459,13 @@ class Judge {
   }
 
   // Where `x` sits in the model: (logical shape, block index on the grid of `shape`) of up to `limit` blocks
-  // of logical values that it equals.
-  std::set<Block> blocksOf(const Shape& shape, const std::vector<double>& x, size_t limit) {
+  // of logical values that it equals (of `only`, when given).
+  std::set<Block> blocksOf(const Shape& shape, const std::vector<double>& x, size_t limit,
+                           const TensorValues* only = nullptr) {
     std::set<Block> found;
     const size_t rank = shape.size();
     for (const TensorValues* l : logical_) {
+      if (only && l != only) continue;
       if (l->shape.size() != rank) continue;
       std::vector<int64_t> blocks(rank), strides(rank, 1);
       int64_t count = 1;
@@ -550,6 +554,67 @@ class Judge {
         }
     }
     return std::nullopt;
+  }
+
+  // The op reads only values of the model, but in a combination the model never reads them in: no logical op
+  // of its kind reads the logical tensors its inputs equal, and one that differs at a single input reads
+  // another tensor there. When that input was received, the sender sent the wrong tensor (the gradient of a
+  // pipeline stage's output where its input's belongs): the statement making the tensor sent is named.
+  std::optional<WrongOp> wrongTensorSent(const Node& n) {
+    const Op& op = opAt(n);
+    const Graph& g = plan_.devices[n.first].graph;
+    std::vector<std::set<std::string>> equals(op.inputs.size());  // empty: any (a constant)
+    for (size_t p = 0; p < op.inputs.size(); ++p) {
+      if (constant(n.first, op.inputs[p])) continue;
+      const TensorValues* t = valuesOf(n.first, op.inputs[p]);
+      if (!t) return std::nullopt;
+      equals[p] = logicalNamesOf(t->shape, t->values);
+      if (equals[p].empty() || exhausted_) return std::nullopt;
+    }
+    std::set<size_t> ports;  // inputs a logical op of this kind, alike at every other input, reads otherwise
+    for (const Op& lop : plan_.logical.ops) {
+      if (lop.kind != op.kind || lop.inputs.size() != op.inputs.size()) continue;
+      std::vector<size_t> differ;
+      for (size_t p = 0; p < op.inputs.size(); ++p)
+        if (!equals[p].empty() && !equals[p].count(plan_.logical.values[lop.inputs[p]].name))
+          differ.push_back(p);
+      if (differ.empty()) return std::nullopt;  // the model reads them so: the op itself is wrong
+      if (differ.size() == 1) ports.insert(differ[0]);
+    }
+    // Of those, the one received (a local value is the receiver's own).
+    std::optional<size_t> port;
+    for (size_t p : ports) {
+      const OpId made = g.values[op.inputs[p]].producer;
+      if (made == kNone || g.ops[made].kind != "recv") continue;
+      if (port) return std::nullopt;
+      port = p;
+    }
+    if (!port) return std::nullopt;
+    const ValueId read = op.inputs[*port];
+    const OpId recv = g.values[read].producer;
+    for (const Node& peer : exchangeOf({n.first, recv})) {
+      const Op& send = opAt(peer);
+      if (send.kind != "send" || send.inputs.empty()) continue;
+      const Graph& sg = plan_.devices[peer.first].graph;
+      const Json* made = recorded(peer.first, sg.values[send.inputs[0]].producer);
+      if (!made || !made->contains("at")) return std::nullopt;
+      const std::string at = made->value("at", "");
+      return WrongOp{plan_.devices[n.first].rank, n.second, op.outputs.empty() ? kNone : op.outputs[0],
+                     "it reads '" + g.values[read].name + "', received from rank " +
+                         std::to_string(plan_.devices[peer.first].rank) + ", the model's value of '" +
+                         *equals[*port].begin() + "', which the model's " + op.kind +
+                         " does not read there: the wrong tensor sent? (made at " + at + ")",
+                     at};
+    }
+    return std::nullopt;
+  }
+
+  // The names of the logical values of the stage that `x` equals a block of.
+  std::set<std::string> logicalNamesOf(const Shape& shape, const std::vector<double>& x) {
+    std::set<std::string> names;
+    for (const TensorValues* l : logical_)
+      if (!blocksOf(shape, x, 1, l).empty()) names.insert(l->name);
+    return names;
   }
 
   // Equals the model somewhere, but at none of `home`'s blocks.

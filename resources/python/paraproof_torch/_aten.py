@@ -161,9 +161,12 @@ class Converter:
             scope = node_scope(node, self.script)
             if scope:
                 op["scope"] = scope
-            nxt = _insertion.after(exec_frames(node, self.script))
-            if nxt:
-                op["_after"] = nxt
+            frames = exec_frames(node, self.script)
+            record = _insertion.after(frames) or {}
+            if frames[0][0] != self.script:  # where it runs: a tensor sent was made there
+                record["at"] = f"{frames[0][1]} {os.path.basename(frames[0][0])}"
+            if record:
+                op["_after"] = record
         self.ops.append(op)
         return outs[0] if n_out == 1 and out_names is None else outs
 

@@ -3,8 +3,9 @@ only where it is read as the whole: the collective that completes it was forgott
 value's last write, before the next statement of the SCRIPT.py function that wrote it (Megatron's
 `dist.all_reduce(predicted_logits)` after `predicted_logits[target_mask] = 0.0`; a gradient left out of the
 loop that all-reduces the others: the loop after the `autograd.grad` call). For every device op the importer
-records that next statement (plan metadata `statement_after`); the verifier names it when a failing stage's
-first difference is such a part (docs/report-format.md, "first difference")."""
+records that next statement (plan metadata `statement_after`, with "at", the statement the op runs in); the
+verifier names it when a failing stage's first difference is such a part, and "at" when it is a tensor sent
+that the model reads elsewhere (docs/report-format.md, "first difference")."""
 import ast
 import contextlib
 import functools
