@@ -571,7 +571,8 @@ class Judge {
       equals[p] = logicalNamesOf(t->shape, t->values);
       if (equals[p].empty() || exhausted_) return std::nullopt;
     }
-    std::set<size_t> ports;  // inputs a logical op of this kind, alike at every other input, reads otherwise
+    // Inputs a logical op of this kind, alike at every other input, reads otherwise, and what it reads there.
+    std::map<size_t, std::set<std::string>> ports;
     for (const Op& lop : plan_.logical.ops) {
       if (lop.kind != op.kind || lop.inputs.size() != op.inputs.size()) continue;
       std::vector<size_t> differ;
@@ -579,17 +580,17 @@ class Judge {
         if (!equals[p].empty() && !equals[p].count(plan_.logical.values[lop.inputs[p]].name))
           differ.push_back(p);
       if (differ.empty()) return std::nullopt;  // the model reads them so: the op itself is wrong
-      if (differ.size() == 1) ports.insert(differ[0]);
+      if (differ.size() == 1) ports[differ[0]].insert(plan_.logical.values[lop.inputs[differ[0]]].name);
     }
     // Of those, the one received (a local value is the receiver's own).
     std::optional<size_t> port;
-    for (size_t p : ports) {
+    for (const auto& [p, wanted] : ports) {
       const OpId made = g.values[op.inputs[p]].producer;
       if (made == kNone || g.ops[made].kind != "recv") continue;
       if (port) return std::nullopt;
       port = p;
     }
-    if (!port) return std::nullopt;
+    if (!port) return partOfWanted(n, ports, equals);
     const ValueId read = op.inputs[*port];
     const OpId recv = g.values[read].producer;
     for (const Node& peer : exchangeOf({n.first, recv})) {
@@ -606,6 +607,35 @@ class Judge {
                          " does not read there: the wrong tensor sent? (made at " + at + ")",
                      at};
     }
+    return std::nullopt;
+  }
+
+  // A local input that is a model value, but an earlier one, whose sum over a group of ranks is what the
+  // model reads there: gradients accumulated over one replica's micro-batches equal the model's accumulation
+  // after its first micro-batch, and their all-reduce was forgotten.
+  std::optional<WrongOp> partOfWanted(const Node& n, const std::map<size_t, std::set<std::string>>& ports,
+                                      const std::vector<std::set<std::string>>& equals) {
+    const Op& op = opAt(n);
+    const Graph& g = plan_.devices[n.first].graph;
+    for (const auto& [p, wanted] : ports)
+      for (const std::vector<int>& group : groups_) {
+        std::vector<double> sum;
+        if (!sumOver(group, n.first, op.inputs[p], sum)) continue;
+        std::string is;
+        for (const std::string& name : logicalNamesOf(g.values[op.inputs[p]].type.shape, sum))
+          if (wanted.count(name)) is = name;
+        if (is.empty()) continue;
+        std::string ranks;
+        for (int r : group)
+          ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+        const std::string site = statementAfter(n.first, op.inputs[p], n.second);
+        return WrongOp{plan_.devices[n.first].rank, n.second, op.outputs.empty() ? kNone : op.outputs[0],
+                       "it reads '" + g.values[op.inputs[p]].name + "', the model's value of '" +
+                           *equals[p].begin() + "', whose sum over ranks " + ranks + " is the model's '" +
+                           is + "' that its " + op.kind + " reads there: a collective missing" +
+                           (site.empty() ? " before this op" : " after its last write, before " + site) + "?",
+                       site};
+      }
     return std::nullopt;
   }
 
