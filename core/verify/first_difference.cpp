@@ -23,6 +23,20 @@ enum class Combine { Sum, Mean, Max, Min };
 using Node = std::pair<size_t, OpId>;                  // (device index in the plan, op)
 using Block = std::pair<Shape, std::vector<int64_t>>;  // (a logical value's shape, block index on a grid)
 
+// "0,1,2,3"
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks)
+    out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
+// The question a partial value read as whole asks: where the collective goes when the importer said (the
+// statement after the value's last write), else `unknown`.
+std::string collectiveMissing(const std::string& site, const std::string& unknown = " before this op") {
+  return "a collective missing" + (site.empty() ? unknown : " after its last write, before " + site) + "?";
+}
+
 class Judge {
  public:
   Judge(const StageInfo& stage, const CounterexampleReport& cex, const Plan& plan)
@@ -137,9 +151,7 @@ class Judge {
       if (p != partial_.end() && (p->second.first == "sum" || p->second.first == "mean")) {
         const std::string site = statementAfter(d->second, v);
         first = WrongOp{e.device, made.second, v,
-                        "the output " + partial + ": a collective missing" +
-                            (site.empty() ? "" : " after its last write, before " + site) + "?",
-                        site};
+                        "the output " + partial + ": " + collectiveMissing(site, ""), site};
       }
     }
     return first;
@@ -160,9 +172,7 @@ class Judge {
              std::to_string(lin->second.parts) + " of logical '" + lin->second.tensor + "' (a partial value)";
     auto p = partial_.find({d, v});
     if (p == partial_.end()) return "";
-    std::string ranks;
-    for (int r : p->second.second)
-      ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    const std::string ranks = rankList(p->second.second);
     const OpId made = g.values[v].producer;
     const std::string where =
         made == kNone || g.ops[made].scope.empty() ? "" : " (" + g.ops[made].scope + ")";
@@ -187,18 +197,14 @@ class Judge {
         std::vector<double> sum;
         if (!sumOver(group, n.first, u, sum)) continue;
         std::optional<std::vector<double>> value = evaluate(n, port, sum, wrong);
-
         if (!value || !isLogicalBox(shape, *value)) continue;
-        std::string ranks;
-        for (int r : group)
-          ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
         const std::string site = statementAfter(n.first, u, n.second);
         const OpId p = g.values[u].producer;
         const std::string where = p == kNone || g.ops[p].scope.empty() ? "" : " (" + g.ops[p].scope + ")";
         return WrongOp{plan_.devices[n.first].rank, n.second, wrong,
-                       "it reads '" + g.values[u].name + "'" + where + ", whose sum over ranks " + ranks +
-                           " would make this op's value the model's: a collective missing" +
-                           (site.empty() ? " before this op" : " after its last write, before " + site) + "?",
+                       "it reads '" + g.values[u].name + "'" + where + ", whose sum over ranks " +
+                           rankList(group) +
+                           " would make this op's value the model's: " + collectiveMissing(site),
                        site};
       }
     }
@@ -333,8 +339,7 @@ class Judge {
         return "it reads " + partial + ", and this " + op.kind +
                " does not make the model's value of it: the wrong reduction, group or scale?";
       const std::string site = statementAfter(n.first, v, n.second);
-      return "it reads " + partial + ": a collective missing" +
-             (site.empty() ? " before this op" : " after its last write, before " + site) + "?";
+      return "it reads " + partial + ": " + collectiveMissing(site);
     }
     return "the values it reads agree with the model; its output '" +
            plan_.devices[n.first].graph.values[wrong].name +
@@ -634,15 +639,12 @@ class Judge {
         for (const std::string& name : logicalNamesOf(g.values[op.inputs[p]].type.shape, sum))
           if (wanted.count(name)) is = name;
         if (is.empty()) continue;
-        std::string ranks;
-        for (int r : group)
-          ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
         const std::string site = statementAfter(n.first, op.inputs[p], n.second);
         return WrongOp{plan_.devices[n.first].rank, n.second, op.outputs.empty() ? kNone : op.outputs[0],
                        "it reads '" + g.values[op.inputs[p]].name + "', the model's value of '" +
-                           *equals[p].begin() + "', whose sum over ranks " + ranks + " is the model's '" +
-                           is + "' that its " + op.kind + " reads there: a collective missing" +
-                           (site.empty() ? " before this op" : " after its last write, before " + site) + "?",
+                           *equals[p].begin() + "', whose sum over ranks " + rankList(group) +
+                           " is the model's '" + is + "' that its " + op.kind +
+                           " reads there: " + collectiveMissing(site),
                        site};
       }
     return std::nullopt;

@@ -49,11 +49,9 @@ def node_line(node, script):
 def _frames(node, script):
     """The node's user frames ('FILE:LINE', function), innermost first, never empty ((script, '') when none);
     a backward op's are its forward op's from the line it takes on."""
-    if _scopes.FRAMES in node.meta:
-        return node.meta[_scopes.FRAMES]
-    own = _stack_frames(node.stack_trace or "", script)
+    own = exec_frames(node, script)
     fwd = node.meta.get("paraproof_forward")
-    if fwd is not None and own[0][0] == fwd[1]:
+    if fwd is not None and _scopes.FRAMES not in node.meta and own[0][0] == fwd[1]:
         forward = _stack_frames(fwd[0], script)
         if forward[0][0] != script:
             return [(forward[0][0], own[0][1])] + forward[1:]
