@@ -292,6 +292,18 @@ class TestOpsNN : public QObject {
     SymTensor perTensor =
         h.run1("add", {h.run1("sum", {h.run1("square", {a})}), h.run1("sum", {h.run1("square", {b})})});
     QCOMPARE(h.run1("global_norm_sq", {a, b}).elems, perTensor.elems);
+    // The generator's form: each tensor's squares summed on their own, then the scalars added.
+    SymTensor split = h.run1("add_n", {h.run1("global_norm_sq", {a}), h.run1("global_norm_sq", {b})});
+    QCOMPARE(split.elems, perTensor.elems);
+  }
+
+  void addNAddsTensorsOfOneShape() {
+    Harness h;
+    SymTensor a = h.input("a", {2}, DType::F32, {1, 2}), b = h.input("b", {2}, DType::F32, {10, 20}),
+              c = h.input("c", {2}, DType::F32, {100, 200});
+    QVERIFY(allClose(h.eval(h.run1("add_n", {a, b, c})), {111, 222}, 0, "add_n"));
+    QVERIFY(allClose(h.eval(h.run1("add_n", {a})), {1, 2}, 0, "add_n of one"));
+    QVERIFY_THROWS_EXCEPTION(ops::ShapeError, h.run1("add_n", {a, h.input("d", {3})}));
   }
 
   void aWrongDerivativeIsCaught() {

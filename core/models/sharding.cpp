@@ -150,4 +150,17 @@ Shape Layout::localShape() const {
   return s;
 }
 
+std::optional<std::pair<int, int>> Layout::gridCell() const {
+  if (!lineage || parts != 1) return std::nullopt;
+  int64_t index = 0, count = 1;
+  for (size_t d = 0; d < box.size(); ++d) {
+    const auto [start, end] = box[d];
+    const int64_t extent = end - start;
+    if (extent <= 0 || shape.at(d) % extent != 0 || start % extent != 0) return std::nullopt;
+    index = index * (shape[d] / extent) + start / extent;
+    count *= shape[d] / extent;
+  }
+  return std::pair{static_cast<int>(index), static_cast<int>(count)};
+}
+
 }  // namespace paraproof::models

@@ -5,6 +5,7 @@
 #include <set>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ struct Layout {
   Layout renamed(std::string n) const;
   Layout named(std::string valueName) const;  // same lineage, another device value name
   Shape localShape() const;
+  // A whole value's box as (index, count) of the grid of equal boxes it is a cell of (row-major), e.g. a tp
+  // shard of a gradient: (tp index, tp). None for a value part or a box that is no grid cell.
+  std::optional<std::pair<int, int>> gridCell() const;
 };
 
 }  // namespace paraproof::models

@@ -521,11 +521,26 @@ void TrainingStep::finish() {
   // Under expert parallelism routed-expert shards differ along ep: they count on every ep rank, the other
   // parameters only on ep index 0, summed over pp x ep x tp (with ZeRO every rank's shards are distinct:
   // dense ones over dp x cp, experts over ep x the expert-data-parallel group).
+  // Each gradient's squares are summed on their own first (torch's clip_grad_norm_ and Megatron's
+  // multi-tensor l2norm do the same): the sum is a lineage point, a part of `<param>.grad_sq` per piece of
+  // the gradient (names::kGradSquares), so the norm is checked as one small stage per gradient, alike across
+  // layers, and one stage adding the scalars, not one stage squaring every gradient element at once.
   const bool ep = d.ep > 1;
-  std::vector<Val> counted;
-  for (const ParamInfo& p : owned_)
-    if (countedInGradNorm(p) && !tiedCopy(p) && (z >= 1 || p.epDim >= 0 || ctx_.epIndex() == 0))
-      counted.push_back(grads_.at(p.name));
+  std::vector<Val> squares, unsplit;
+  for (const ParamInfo& p : owned_) {
+    if (!countedInGradNorm(p) || tiedCopy(p) || !(z >= 1 || p.epDim >= 0 || ctx_.epIndex() == 0)) continue;
+    const Val& g = grads_.at(p.name);
+    if (const std::optional<std::pair<int, int>> cell = g.lay.gridCell()) {
+      Layout sq = Layout::full(p.name + std::string(names::kGradSquares), {});
+      sq.partial(cell->first, cell->second);
+      squares.push_back(em_.op("global_norm_sq", {g}, {}, "optimizer.clip", sq));
+    } else {
+      unsplit.push_back(g);
+    }
+  }
+  if (!unsplit.empty())
+    squares.push_back(em_.op("global_norm_sq", unsplit, {}, "optimizer.clip",
+                             Layout::local("optimizer.grad_norm_sq.unsplit", {})));
   Layout nsqLay = Layout::full("optimizer.grad_norm_sq", {});
   if (z >= 1)
     nsqLay.partial(ctx_.rank(), d.devices());
@@ -533,9 +548,9 @@ void TrainingStep::finish() {
     nsqLay.partial((ctx_.at().pp * d.ep + ctx_.epIndex()) * d.tp + ctx_.at().tp, d.pp * d.ep * d.tp);
   else
     nsqLay.partial(ctx_.at().pp * d.tp + ctx_.at().tp, d.pp * d.tp);
-  Val nsq = counted.empty()
+  Val nsq = squares.empty()
                 ? em_.op("constant", {}, {{"shape", Json::array()}, {"value", 0}}, "optimizer.clip", nsqLay)
-                : em_.op("global_norm_sq", counted, {}, "optimizer.clip", nsqLay);
+                : em_.op("add_n", squares, {}, "optimizer.clip", nsqLay);
   const Axis normGroup = z >= 1 ? Axis::All : ep ? Axis::ExpertModelParallel : Axis::ModelParallel;
   nsq = em_.allReduce(nsq, ctx_.group(normGroup), "sum", "optimizer.clip");
   Val coef = em_.op("clip_coef", {nsq}, {{"max_norm", 1.0}}, "optimizer.clip",

@@ -201,11 +201,46 @@ void registerBinary(std::vector<OpDef>& reg) {
   for (OpDef* d : {&add, &sub, &mul, &div, &maximum, &minimum})
     reg.push_back(std::move(*d));
 }
+
+// The sum of 1..n float tensors of one shape: one op where a chain of adds would be n - 1 (the gradient
+// norm's per-tensor squares on a device).
+OpDef addN() {
+  OpDef d;
+  d.name = "add_n";
+  d.minInputs = 1;
+  d.maxInputs = -1;
+  d.summary = "x0 + x1 + ... (one shape)";
+  d.infer = [](const std::vector<TensorType>& in, const Json&) {
+    for (size_t k = 0; k < in.size(); ++k) {
+      requireFloat(in[k], "x" + std::to_string(k));
+      requireShape(in[k], in[0].shape, "x" + std::to_string(k));
+    }
+    return std::vector<TensorType>{in[0]};
+  };
+  d.axes = [](const std::vector<TensorType>& in, const std::vector<TensorType>& out, const Json&) {
+    AxisInfo info;
+    for (size_t k = 0; k < in.size(); ++k)
+      tieAll(info, static_cast<int>(k), static_cast<int>(in.size()), out[0].shape.size());
+    return info;
+  };
+  d.lower = [](ExprPool& p, const std::vector<SymTensor>& in, const Json&) {
+    SymTensor out = in[0];
+    std::vector<ExprId> terms(in.size());
+    for (size_t e = 0; e < out.elems.size(); ++e) {
+      for (size_t k = 0; k < in.size(); ++k)
+        terms[k] = in[k].elems[e];
+      out.elems[e] = p.add(terms);
+    }
+    return std::vector<SymTensor>{std::move(out)};
+  };
+  return d;
+}
 }  // namespace
 
 void registerElementwise(std::vector<OpDef>& reg) {
   registerUnary(reg);
   registerBinary(reg);
+  reg.push_back(addN());
 }
 
 }  // namespace paraproof::ops

@@ -4,7 +4,9 @@
 //   base#m       the copy of a per-micro-batch value for micro-batch m, when the step has more than one;
 //   base...~cK   then the sequence chunk K a context-parallel rank holds, when it holds more than one;
 //   input/TAG    a collective's output, named after its (first) input: /ar all-reduce, /ag all-gather,
-//                /rs reduce-scatter, /a2a all-to-all.
+//                /rs reduce-scatter, /a2a all-to-all;
+//   param.grad_sq  the sum of the squares of a parameter's gradient (a piece's, on a device: a value part),
+//                the gradient norm's per-tensor term.
 // A name without "#m" is step-wide (parameters, accumulated gradients, the optimizer).
 #pragma once
 
@@ -15,6 +17,7 @@ namespace paraproof {
 
 namespace names {
 
+inline constexpr std::string_view kGradSquares = ".grad_sq";
 inline constexpr std::string_view kAllReduce = "ar", kAllGather = "ag", kReduceScatter = "rs",
                                   kAllToAll = "a2a";
 

@@ -26,11 +26,11 @@ enum class Kind { Linear, Product, Other };
 
 Kind kindOf(const std::string& op) {
   static const std::set<std::string> linear{
-      "identity",  "neg",          "scale",     "div_scalar", "add_scalar", "cast",           "add",
-      "sub",       "maximum",      "minimum",   "reshape",    "transpose",  "slice",          "concat",
-      "split",     "broadcast_to", "gather",    "relu",       "constant",   "iota",           "sum",
-      "mean",      "max",          "embedding", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-      "broadcast", "send",         "recv"};
+      "identity",   "neg",       "scale",        "div_scalar", "add_scalar", "cast",       "add",
+      "add_n",      "sub",       "maximum",      "minimum",    "reshape",    "transpose",  "slice",
+      "concat",     "split",     "broadcast_to", "gather",     "relu",       "constant",   "iota",
+      "sum",        "mean",      "max",          "embedding",  "all_reduce", "all_gather", "reduce_scatter",
+      "all_to_all", "broadcast", "send",         "recv"};
   static const std::set<std::string> products{"mul", "square", "matmul", "linear", "einsum"};
   if (linear.count(op)) return Kind::Linear;
   if (products.count(op)) return Kind::Product;
