@@ -50,8 +50,9 @@ struct Result {
   bool ok = false;
   char error[160] = {};
   double total = 0;
-  double phases[12] = {};
-  char phaseNames[12][12] = {};
+  static constexpr int kPhases = 24;
+  double phases[kPhases] = {};
+  char phaseNames[kPhases][24] = {};
   int nPhases = 0;
   long devices = 0, stated = 0, opsStored = 0, stages = 0, distinct = 0;
   char verdict[24] = {};
@@ -80,8 +81,11 @@ Result runOnce(const Row& row, int jobs) {
     r.phases[0] = gen;
     r.nPhases = 1;
     for (const auto& [name, secs] : rep.phases) {
-      if (r.nPhases >= 12) break;
-      std::snprintf(r.phaseNames[r.nPhases], sizeof r.phaseNames[0], "%s", name.c_str());
+      if (r.nPhases >= Result::kPhases) break;
+      // "(the second reduction) cut" -> "2nd-cut": one word per phase in the table.
+      const std::string second = "(the second reduction) ";
+      const std::string shown = name.starts_with(second) ? "2nd-" + name.substr(second.size()) : name;
+      std::snprintf(r.phaseNames[r.nPhases], sizeof r.phaseNames[0], "%s", shown.c_str());
       r.phases[r.nPhases++] = secs;
     }
     r.devices = 1;

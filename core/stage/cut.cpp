@@ -92,10 +92,18 @@ std::vector<Stage> cutStages(const Plan& plan) {
     return static_cast<int>(std::upper_bound(base.begin(), base.end(), node) - base.begin()) - 1;
   };
 
+  // Each device's lineage by value id, read once in map order: the passes below ask it for every input and
+  // output of every op, and a tree look-up per ask was most of this function's time (L3).
+  std::vector<std::vector<const Lineage*>> lineageOf(plan.devices.size());
   std::unordered_set<std::string> cut;
-  for (const Device& dev : plan.devices)
-    for (const auto& [v, lin] : dev.lineage)
+  for (size_t d = 0; d < plan.devices.size(); ++d) {
+    const Device& dev = plan.devices[d];
+    lineageOf[d].assign(dev.graph.values.size(), nullptr);
+    for (const auto& [v, lin] : dev.lineage) {
+      lineageOf[d].at(static_cast<size_t>(v)) = &lin;
       cut.insert(lin.tensor);
+    }
+  }
 
   UnionFind uf(numNodes);
   for (OpId o = 0; o < numLogical; ++o)
@@ -112,7 +120,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
       const Op& op = g.ops[o];
       for (ValueId v : op.inputs) {
         OpId p = g.values[v].producer;
-        if (p != kNone && !dev.lineage.count(v)) uf.unite(base[d] + o, base[d] + p);
+        if (p != kNone && !lineageOf[d][v]) uf.unite(base[d] + o, base[d] + p);
       }
       if (isCommunication(op)) {
         auto [it, fresh] = commFirst.emplace(commKey(op, dev.rank), base[d] + o);
@@ -134,7 +142,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
   }
 
   // Device groups that compute new logical values join the logical ops producing them.
-  std::map<int, std::set<std::string>> groupIn, groupOut;
+  std::unordered_map<int, std::set<std::string>> groupIn, groupOut;
   for (size_t d = 0; d < plan.devices.size(); ++d) {
     const Device& dev = plan.devices[d];
     const Graph& g = dev.graph;
@@ -142,15 +150,13 @@ std::vector<Stage> cutStages(const Plan& plan) {
       int root = static_cast<int>(uf.find(base[d] + o));
       groupOut[root];
       for (ValueId v : g.ops[o].inputs) {
-        auto lin = dev.lineage.find(v);
+        const Lineage* lin = lineageOf[d][v];
         OpId p = g.values[v].producer;
         bool external = p == kNone || static_cast<int>(uf.find(base[d] + p)) != root;
-        if (external && lin != dev.lineage.end()) groupIn[root].insert(lin->second.tensor);
+        if (external && lin) groupIn[root].insert(lin->tensor);
       }
-      for (ValueId v : g.ops[o].outputs) {
-        auto lin = dev.lineage.find(v);
-        if (lin != dev.lineage.end()) groupOut[root].insert(lin->second.tensor);
-      }
+      for (ValueId v : g.ops[o].outputs)
+        if (const Lineage* lin = lineageOf[d][v]) groupOut[root].insert(lin->tensor);
     }
   }
   for (const auto& [root, outs] : groupOut) {
@@ -207,7 +213,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
     for (const DeviceOp& dop : s.deviceOps) {
       const Device& dev = plan.devices[dop.device];
       for (ValueId v : dev.graph.ops[dop.op].outputs)
-        if (dev.lineage.count(v)) s.checked.push_back({dop.device, v});
+        if (lineageOf[dop.device][v]) s.checked.push_back({dop.device, v});
     }
     s.id = static_cast<int>(out.size());
     out.push_back(std::move(s));
