@@ -79,7 +79,7 @@ const std::map<std::string, Entry>& table() {
     const char* const binaryFamily = "Elementwise, two inputs (numpy broadcasting)";
     for (const char* n : {"add", "sub", "mul", "div", "maximum", "minimum"})
       m[n] = {binaryFamily, "a, b", "y (the broadcast shape)", {}};
-    m["add_n"] = {binaryFamily, "x0, x1, ... (1..n, one shape)", "y (their sum)", {}};
+    m["add_n"] = {"Elementwise, 1..n inputs of one shape", "x0, x1, ...", "y (their sum)", {}};
 
     const char* const selection = "Comparison and selection (numpy broadcasting; masks are i64 0/1)";
     m["compare"] = {selection,

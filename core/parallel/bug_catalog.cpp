@@ -309,13 +309,8 @@ std::vector<Item> buildCatalog() {
               "rank " + std::to_string(w.site.rank) +
               " is tp rank 0, which counts replicated weights by design; choose another");
         // The replicated norm weights' squares, added to this rank's sum of per-tensor squares.
-        const Op& nsq = opById(d, "optimizer.grad_norm_sq");
+        NewOp sum = asNewOp(d, opById(d, "optimizer.grad_norm_sq"));
         std::vector<NewOp> ops;
-        NewOp sum{nsq.id, nsq.kind, {}, nsq.attrs.json(), {}, nsq.scope, nsq.origin};
-        for (ValueId v : nsq.inputs)
-          sum.inputs.push_back(nameOf(d, v));
-        for (ValueId v : nsq.outputs)
-          sum.outputs.push_back(nameOf(d, v));
         for (const Op& o : d.graph.ops)
           if (o.kind == "mul" && nameOf(d, o.outputs[0]).ends_with("norm.weight.grad_clipped")) {
             const std::string squares = nameOf(d, o.inputs[0]) + std::string(names::kGradSquares);
@@ -324,7 +319,7 @@ std::vector<Item> buildCatalog() {
                            {nameOf(d, o.inputs[0])},
                            Json::object(),
                            {squares},
-                           nsq.scope,
+                           sum.scope,
                            ""});
             sum.inputs.push_back(squares);
           }

@@ -610,20 +610,6 @@ std::optional<std::string> keepOldState(Plan& plan, MutationRng& rng) {
 // its value at the smaller size, a lineage box that stops moving with its replica or copy, a count taken at
 // run time from the wrong tensor or squared, an integer id narrowed to a smaller vocabulary.
 
-NewOp asNewOp(const Device& dev, const Op& op) {
-  NewOp n;
-  n.id = op.id;
-  n.kind = op.kind;
-  n.attrs = op.attrs;
-  n.scope = op.scope;
-  n.origin = op.origin;
-  for (ValueId v : op.inputs)
-    n.inputs.push_back(valueName(dev, v));
-  for (ValueId v : op.outputs)
-    n.outputs.push_back(valueName(dev, v));
-  return n;
-}
-
 NewOp newOp(const Op& site, const std::string& tag, const std::string& kind, std::vector<std::string> inputs,
             Json attrs = Json::object()) {
   NewOp n;

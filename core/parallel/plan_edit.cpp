@@ -27,6 +27,15 @@ ValueId valueByName(const Device& dev, const std::string& name) {
   return v;
 }
 
+NewOp asNewOp(const Device& dev, const Op& op) {
+  NewOp n{op.id, op.kind, {}, op.attrs, {}, op.scope, op.origin};
+  for (ValueId v : op.inputs)
+    n.inputs.push_back(dev.graph.values[v].name);
+  for (ValueId v : op.outputs)
+    n.outputs.push_back(dev.graph.values[v].name);
+  return n;
+}
+
 void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& replacement) {
   const Graph& old = dev.graph;
   std::map<std::string, Lineage> lineageByName;

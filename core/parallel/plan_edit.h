@@ -16,6 +16,9 @@ struct NewOp {
   std::string scope, origin;
 };
 
+// `op` as a NewOp of `dev` (its values by name), to edit and put back with replaceOp.
+NewOp asNewOp(const Device& dev, const Op& op);
+
 // Rebuilds the device graph with op `opId` replaced by `replacement` (in order). Throws std::logic_error
 // when a name is unknown or shapes do not infer.
 void replaceOp(Device& dev, const std::string& opId, const std::vector<NewOp>& replacement);
