@@ -3,6 +3,8 @@
 // tensor whose elements disagree with its type.
 #include <QtTest>
 
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
 #include "core/plan/json_io.h"
 #include "core/plan/validate.h"
 #include "core/stage/count_degree.h"
@@ -60,6 +62,46 @@ class TestReduce : public QObject {
     QCOMPARE(sent, received);
     QCOMPARE(sent, (Shape{8}));
     QCOMPARE(op(r.plan.devices[1].graph, "recv_x").attrs.at("shape").get<Shape>(), received);
+  }
+
+  void reductionKeepsTheCut() {
+    // docs/soundness.md, "Reduction keeps the cut": the second reduction and the full-size re-check reuse
+    // the first reduction's stages, so both reductions must cut every plan as the unreduced plan is cut.
+    auto sameCut = [](const std::vector<stage::Stage>& a, const std::vector<stage::Stage>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].communication != b[i].communication || a[i].logicalOps != b[i].logicalOps ||
+            a[i].deviceOps != b[i].deviceOps || a[i].checked != b[i].checked)
+          return false;
+      return true;
+    };
+    std::vector<std::pair<std::string, Plan>> plans;
+    for (const char* dir : {"/soundness", "/plans"}) {
+      QDirIterator it(QString(PARAPROOF_FIXTURES) + dir, {"*.json"});
+      while (it.hasNext()) {
+        const std::string path = it.next().toStdString();
+        Plan p = loadPlan(path);
+        if (validatePlan(p).empty() && !p.replicas && !p.microbatches) plans.emplace_back(path, std::move(p));
+      }
+    }
+    parallel::GenerateOptions o;
+    o.layers = 2;
+    o.compact = false;
+    for (const auto& [model, par] : {std::pair{"llama-micro", "dp=2,tp=2,pp=2,mb=2,sp"},
+                                     std::pair{"dsv3-micro", "dp=2,tp=2,ep=2,zero=1"},
+                                     std::pair{"gpt-micro", "dp=2,tp=2,pp=2,mb=2,cp=2"}})
+      plans.emplace_back(std::string(model) + " " + par,
+                         parallel::generatePlan(*models::findModel(model), parallel::parseParallel(par), o));
+    int reduced = 0;
+    for (const auto& [name, p] : plans) {
+      const std::vector<stage::Stage> unreduced = stage::cutStages(p);
+      const stage::ReducedPlan first = stage::reducePlan(p, 0);
+      if (!first.reduced) continue;
+      ++reduced;
+      QVERIFY2(sameCut(stage::cutStages(first.plan), unreduced), name.c_str());
+      QVERIFY2(sameCut(stage::cutStages(stage::reducePlan(p, 1).plan), unreduced), name.c_str());
+    }
+    QVERIFY(reduced >= 20);
   }
 
   void reducedPlansAreValid() {

@@ -532,7 +532,12 @@ class Reducer {
         if (def->rescale) {
           ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
           try {
-            op.attrs = def->rescale(op.attrs, in, outT, factor);
+            Json rescaled = def->rescale(op.attrs, in, outT, factor);
+            if (def->communication && !sameCommunicationKey(op.attrs, rescaled)) {
+              why = "op '" + op.id + "': rescaling changed its pairing (instance or peer)";
+              return false;
+            }
+            op.attrs = std::move(rescaled);
           } catch (const std::exception& e) {
             why = "op '" + op.id + "': " + e.what();
             return false;
@@ -564,6 +569,16 @@ class Reducer {
           e /= f;
         }
       }
+    return true;
+  }
+
+  // Reduction keeps the cut (docs/soundness.md): the stage cutter pairs communication by these keys, and
+  // the second reduction and the full-size re-check reuse the first reduction's stages.
+  static bool sameCommunicationKey(const Json& before, const Json& after) {
+    for (const char* key : {"instance", "peer"}) {
+      const auto b = before.find(key), a = after.find(key);
+      if ((b == before.end()) != (a == after.end()) || (b != before.end() && *b != *a)) return false;
+    }
     return true;
   }
 

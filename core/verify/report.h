@@ -106,7 +106,7 @@ struct StageResult {
   // A stage that failed at reduced shape is re-checked at full size when small enough (verify::Options::
   // fullSizeRecheckElements): "passed" (the reduced failure was a reduction artefact; the stage passes),
   // "failed" (the counterexample is the full-size one), "skipped: too large", "skipped: disabled",
-  // "skipped: no matching stage", "inconclusive" (the full-size check did not finish), or "not needed"
+  // "inconclusive" (the full-size check did not finish), or "not needed"
   // (the stage did not fail at reduced shape, or its shapes were not reduced).
   std::string fullSizeCheck = "not needed";
 };

@@ -370,33 +370,6 @@ std::optional<std::string> foldArtefactSuspect(const Plan& work, const std::vect
   return std::nullopt;
 }
 
-// The ops of a stage, as a key: shape reduction keeps every op, so the same stage of the unreduced plan has
-// the same key (the cutter depends on lineage and ops, not on extents).
-using StageOps = std::pair<std::vector<OpId>, std::vector<stage::DeviceOp>>;
-StageOps stageOps(const stage::Stage& s) {
-  StageOps k{s.logicalOps, s.deviceOps};
-  std::sort(k.first.begin(), k.first.end());
-  std::sort(k.second.begin(), k.second.end());
-  return k;
-}
-
-// The stage of the unreduced plan (its stages keyed by their ops) holding the ops of `reducedStage`: the one
-// with the same ops, else the smallest one holding them all (a merge the extents changed); kNone if none.
-int matchingStage(const std::map<StageOps, int>& byOps, const stage::Stage& reducedStage) {
-  const StageOps want = stageOps(reducedStage);
-  if (auto it = byOps.find(want); it != byOps.end()) return it->second;
-  int best = kNone;
-  size_t bestSize = 0;
-  for (const auto& [ops, i] : byOps) {
-    if (!std::includes(ops.first.begin(), ops.first.end(), want.first.begin(), want.first.end()) ||
-        !std::includes(ops.second.begin(), ops.second.end(), want.second.begin(), want.second.end()))
-      continue;
-    const size_t size = ops.first.size() + ops.second.size();
-    if (best == kNone || size < bestSize) best = i, bestSize = size;
-  }
-  return best;
-}
-
 // A counterexample found at reduced shape: not "confirmed" (that means at full size), and each diff names
 // the full-size index range its reduced element stands for (extent ratios per dim of its logical tensor).
 void markReduced(CounterexampleReport& c, const Plan& full, const Plan& reduced) {
@@ -489,6 +462,10 @@ struct PointOutcome {
   std::vector<bool> secondReduction;
   std::set<size_t> moveClasses;
   std::shared_ptr<const Prepared> prepared;  // the folded, validated plan, for the second reduction
+  // The cut and its descriptions, for the second reduction: reduction keeps the cut (docs/soundness.md,
+  // "Reduction keeps the cut").
+  std::shared_ptr<const std::vector<stage::Stage>> stages;
+  std::shared_ptr<const std::vector<StageInfo>> described;
 };
 
 // Verified stages by signature, across the size points of one verification: a stage whose problem does not
@@ -689,8 +666,23 @@ class PointRun {
         "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
   }
 
+  // The second reduction checks only the stages a second extent serves (and a held stage); the others were
+  // proved at the first point (condition D for reduction).
+  bool secondReductionOnly() const {
+    return first && at.shapes == 1 && first->secondReduction.size() == stages.size();
+  }
+  bool checkedHere(size_t i) const {
+    return !secondReductionOnly() || first->secondReduction[i] || static_cast<int>(i) == opt.holdStage;
+  }
+
   bool cut() {
-    stages = stage::cutStages(work());
+    // Reduction keeps the cut (docs/soundness.md): the second reduction reduces the first's plan, so it has
+    // the first's stages; the first's cut and descriptions serve it.
+    const bool sameCut = at.shapes == 1 && first && first->stages && first->described;
+    stages = sameCut ? *first->stages : stage::cutStages(work());
+    std::vector<size_t> here;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (checkedHere(i)) here.push_back(i);
     // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
     // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
     if (opt.fold) {
@@ -701,8 +693,8 @@ class PointRun {
         if (t->empty()) continue;
         std::vector<int> need(stages.size(), 1);
         const stage::FoldIndex index(*t);  // built once: every stage looks its ops and values up in it
-        parallelFor(stages.size(), opt.jobs,
-                    [&](size_t i) { need[i] = stage::countsNeeded(work(), stages[i], index); });
+        parallelFor(here.size(), opt.jobs,
+                    [&](size_t k) { need[here[k]] = stage::countsNeeded(work(), stages[here[k]], index); });
         const auto worst = std::max_element(need.begin(), need.end());
         if (worst == need.end()) continue;
         (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
@@ -720,9 +712,18 @@ class PointRun {
     }
     domains = stage::intDomains(work());
     const size_t described = rep.stages.size();
-    rep.stages.resize(described + stages.size());
-    parallelFor(stages.size(), opt.jobs,
-                [&](size_t i) { rep.stages[described + i] = describe(work(), stages[i]); });
+    if (sameCut) {
+      rep.stages.insert(rep.stages.end(), first->described->begin(), first->described->end());
+    } else {
+      rep.stages.resize(described + stages.size());
+      parallelFor(stages.size(), opt.jobs,
+                  [&](size_t i) { rep.stages[described + i] = describe(work(), stages[i]); });
+    }
+    if (!at.replicas && !at.copies && !at.shapes) {
+      outcome->stages = std::make_shared<const std::vector<stage::Stage>>(stages);
+      outcome->described = std::make_shared<const std::vector<StageInfo>>(
+          rep.stages.begin() + static_cast<std::ptrdiff_t>(described), rep.stages.end());
+    }
     rep.results.resize(stages.size());
     for (size_t i = 0; i < stages.size(); ++i) {
       rep.results[i].stage = static_cast<int>(i);
@@ -736,37 +737,36 @@ class PointRun {
     // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
     // and checked; the others take its result when it finishes.
     sigs.assign(opt.dedupStages ? stages.size() : 0, {});
-    if (opt.dedupStages) {
-      parallelFor(stages.size(), opt.jobs,
-                  [&](size_t i) { sigs[i] = stage::stageSignature(work(), stages[i], domains); });
-      std::unordered_map<std::string, int> firstWith;
-      // The second reduction checks the stages that need it; the others were proved at the first point.
-      const bool onlyNeeded = first && at.shapes == 1 && first->secondReduction.size() == stages.size();
-      for (size_t i = 0; i < stages.size(); ++i) {
-        if (onlyNeeded && !first->secondReduction[i] && static_cast<int>(i) != opt.holdStage) {
-          StageResult r;
-          r.status = solver::Status::Verified;
-          r.engine = "none";
-          r.reason = "no reduced class of it needs a second extent (condition D)";
-          fromCache.push_back({static_cast<int>(i), std::move(r)});
-          continue;
-        }
-        // The held stage (a testing gate) is always checked itself.
-        auto [it, fresh] = static_cast<int>(i) == opt.holdStage
-                               ? std::make_pair(firstWith.end(), true)
-                               : firstWith.emplace(sigs[i], static_cast<int>(i));
-        if (!fresh) {
-          sameSigners[it->second].push_back(static_cast<int>(i));
-        } else if (auto c = cache ? cache->verified.find(sigs[i]) : decltype(cache->verified.end()){};
-                   cache && c != cache->verified.end() && static_cast<int>(i) != opt.holdStage) {
-          fromCache.push_back({static_cast<int>(i), c->second});
-        } else {
-          toCheck.push_back(static_cast<int>(i));
-        }
+    if (opt.dedupStages)
+      parallelFor(stages.size(), opt.jobs, [&](size_t i) {
+        if (checkedHere(i)) sigs[i] = stage::stageSignature(work(), stages[i], domains);
+      });
+    std::unordered_map<std::string, int> firstWith;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      if (!checkedHere(i)) {
+        StageResult r;
+        r.status = solver::Status::Verified;
+        r.engine = "none";
+        r.reason = "no reduced class of it needs a second extent (condition D)";
+        fromCache.push_back({static_cast<int>(i), std::move(r)});
+        continue;
       }
-    } else {
-      for (size_t i = 0; i < stages.size(); ++i)
+      if (!opt.dedupStages) {
         toCheck.push_back(static_cast<int>(i));
+        continue;
+      }
+      // The held stage (a testing gate) is always checked itself.
+      auto [it, fresh] = static_cast<int>(i) == opt.holdStage
+                             ? std::make_pair(firstWith.end(), true)
+                             : firstWith.emplace(sigs[i], static_cast<int>(i));
+      if (!fresh) {
+        sameSigners[it->second].push_back(static_cast<int>(i));
+      } else if (auto c = cache ? cache->verified.find(sigs[i]) : decltype(cache->verified.end()){};
+                 cache && c != cache->verified.end() && static_cast<int>(i) != opt.holdStage) {
+        fromCache.push_back({static_cast<int>(i), c->second});
+      } else {
+        toCheck.push_back(static_cast<int>(i));
+      }
     }
     rep.distinctStages = toCheck.size();
   }
@@ -1044,8 +1044,6 @@ class PointRun {
     // Full-size re-check of the stages that failed at reduced shape (docs/soundness.md, "Full-size
     // re-check").
     const bool shapesReduced = opt.reduceShapes && reduced.reduced;
-    std::vector<stage::Stage> fullStages;
-    std::map<StageOps, int> fullByOps;
     std::optional<stage::IntDomains> fullDomains;
     std::map<std::string, StageResult> fullByHash;  // identical full-size stages are checked once
     size_t severalChecked = 0, severalKept = 0;     // condition D for reduction: at full size, or not
@@ -1068,19 +1066,10 @@ class PointRun {
         keepReduced("skipped: disabled", "disabled");
         continue;
       }
-      if (fullStages.empty()) {
-        fullStages = stage::cutStages(input());
-        for (size_t k = 0; k < fullStages.size(); ++k)
-          fullByOps.emplace(stageOps(fullStages[k]), static_cast<int>(k));
-      }
-      const int j = matchingStage(fullByOps, stages[i]);
-      if (j == kNone) {
-        keepReduced("skipped: no matching stage", "skipped: no stage of the unreduced plan holds its ops");
-        continue;
-      }
-      const stage::Stage& full = fullStages[static_cast<size_t>(j)];
+      // Reduction keeps the cut (docs/soundness.md): the stage is the same ops of the unreduced plan.
+      const stage::Stage& full = stages[i];
       const int64_t elements = stage::stageElements(input(), full);
-      if (elements == stage::stageElements(work(), stages[i]) && stageOps(full) == stageOps(stages[i])) {
+      if (elements == stage::stageElements(work(), stages[i])) {
         res.fullSizeCheck = "not needed";  // reduction left this stage's shapes as they are
         continue;
       }
@@ -1200,7 +1189,7 @@ class PointRun {
     // Stages proved here serve the other size points; a pass found by the full-size re-check is the full
     // stage's, not the reduced problem's.
     for (size_t i = 0; cache && i < sigs.size(); ++i)
-      if (done[i] && rep.results[i].status == solver::Status::Verified &&
+      if (done[i] && !sigs[i].empty() && rep.results[i].status == solver::Status::Verified &&
           rep.results[i].fullSizeCheck.empty())
         cache->verified.emplace(sigs[i], rep.results[i]);
     outcome->replicasFolded = folded().folded && folded().count > 0;
