@@ -104,6 +104,18 @@ class TestReduce : public QObject {
     QVERIFY(reduced >= 20);
   }
 
+  void splitsAlikeButTheirOutermostClassShrinkTheirInnerAxes() {
+    // Condition 5: q and p (one flat class) split as [2,8] into two heads classes over one head dim; the
+    // splits differ only in their outermost class, so the head dim shrinks (the heads of every layer of a
+    // model over one head dim). A [4,4] split of the same class among them keeps the inner axes whole.
+    const stage::ReducedPlan alike = stage::reducePlan(fixture("kind3-heads-split-alike"));
+    QCOMPARE(value(alike.plan.logical, "rq").type.shape, (Shape{2, 2}));
+    QCOMPARE(value(alike.plan.logical, "rp").type.shape, (Shape{2, 2}));
+    const stage::ReducedPlan other = stage::reducePlan(fixture("kind3-heads-split-alike-one-other-order"));
+    QCOMPARE(value(other.plan.logical, "rq").type.shape, (Shape{2, 8}));
+    QCOMPARE(value(other.plan.devices[0].graph, "p44").type.shape, (Shape{4, 4}));
+  }
+
   void reducedPlansAreValid() {
     for (const char* name : {"p2p-recv-whole", "p2p-recv-slice-of-sent", "p2p-recv-split-uneven",
                              "count-hardcoded-reduced-extent", "attention-explicit-scale-full"}) {

@@ -340,22 +340,26 @@ class Reducer {
   }
 
   // Reshape runs keep their flat-index map when each class is split alike everywhere: a run whose flat
-  // class (a side of one axis) is split into another sequence of classes elsewhere, or a run with several
-  // axes on both sides, carries its factor on the outermost axes only (two different row-major splits of
-  // one axis agree once shrunk to equal extents). Returns the classes of the other axes of such runs.
+  // class (a side of one axis) is split elsewhere into a sequence with other inner axes (every axis but the
+  // outermost, by class and extent), or a run with several axes on both sides, carries its factor on the
+  // outermost axes only (two different row-major splits of one axis agree once shrunk to equal extents).
+  // Splits that differ only in their outermost class (the heads of each layer over one head dim) are alike:
+  // the same inner axes take the same factors, and each run's balance gives the outermost the rest.
+  // Returns the classes of the other axes of such runs.
   std::set<size_t> innerAxesOfAmbiguousRuns() {
-    std::map<size_t, std::set<std::vector<size_t>>> splits;  // flat class -> the sequences it splits into
-    auto roots = [&](const std::vector<size_t>& side) {
-      std::vector<size_t> r;
-      for (size_t a : side)
-        r.push_back(ag_.find(a));
+    using Inner = std::vector<std::pair<size_t, int64_t>>;  // (class, extent) of every axis but the first
+    std::map<size_t, std::set<Inner>> splits;               // flat class -> the inner axes it splits into
+    auto inner = [&](const std::vector<size_t>& side) {
+      Inner r;
+      for (size_t i = 1; i < side.size(); ++i)
+        r.push_back({ag_.find(side[i]), ag_.extent(side[i])});
       return r;
     };
     for (const AxisGraph::Product& p : ag_.products()) {
-      if (p.from.size() == 1) splits[ag_.find(p.from[0])].insert(roots(p.to));
-      if (p.to.size() == 1) splits[ag_.find(p.to[0])].insert(roots(p.from));
+      if (p.from.size() == 1) splits[ag_.find(p.from[0])].insert(inner(p.to));
+      if (p.to.size() == 1) splits[ag_.find(p.to[0])].insert(inner(p.from));
     }
-    std::set<size_t> inner;
+    std::set<size_t> out;
     for (const AxisGraph::Product& p : ag_.products()) {
       const bool ambiguous = (p.from.size() > 1 && p.to.size() > 1) ||
                              (p.from.size() == 1 && splits[ag_.find(p.from[0])].size() > 1) ||
@@ -363,9 +367,9 @@ class Reducer {
       if (!ambiguous) continue;
       for (const auto* side : {&p.from, &p.to})
         for (size_t i = 1; i < side->size(); ++i)
-          inner.insert(ag_.find((*side)[i]));
+          out.insert(ag_.find((*side)[i]));
     }
-    return inner;
+    return out;
   }
 
   // Reshapes: the product of factors must agree on both sides; lower factors until they do (each pass
