@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -68,6 +67,7 @@ std::optional<Rational> exactRational(double v) {
 using AtomId = uint32_t;
 using Monomial = std::vector<std::pair<AtomId, uint32_t>>;  // sorted by atom, powers >= 1
 using Poly = std::vector<std::pair<Monomial, Rational>>;    // sorted by monomial, nonzero coefficients
+using Term = std::pair<Monomial, Rational>;
 using PolyId = uint32_t;
 
 class Normaliser {
@@ -83,12 +83,15 @@ class Normaliser {
   }
 
  private:
+  // One copy of each polynomial: the index keeps ids under their hash, compared against polys_.
   PolyId intern(Poly p) {
-    auto it = polyIndex_.find(p);
-    if (it != polyIndex_.end()) return it->second;
+    const size_t h = PolyHash{}(p);
+    auto [first, last] = polyIndex_.equal_range(h);
+    for (auto it = first; it != last; ++it)
+      if (polys_[it->second] == p) return it->second;
     PolyId id = static_cast<PolyId>(polys_.size());
-    polys_.push_back(p);
-    polyIndex_.emplace(std::move(p), id);
+    polys_.push_back(std::move(p));
+    polyIndex_.emplace(h, id);
     return id;
   }
 
@@ -126,6 +129,36 @@ class Normaliser {
     return out;
   }
 
+  // The sum of many polynomials at once: their terms sorted by monomial and merged (a pairwise fold copies
+  // the growing sum once per operand: quadratic in the operands of a wide sum, e.g. over 256 experts).
+  Poly addAll(const std::vector<const Poly*>& ps) const {
+    if (ps.empty()) return {};
+    if (ps.size() == 1) return *ps[0];
+    if (ps.size() == 2) return add(*ps[0], *ps[1]);
+    std::vector<const Term*> terms;
+    for (const Poly* p : ps)
+      for (const Term& t : *p)
+        terms.push_back(&t);
+    return merged(terms);
+  }
+
+  // `terms` sorted by monomial, equal monomials' coefficients summed, zeros dropped.
+  Poly merged(std::vector<const Term*>& terms) const {
+    std::stable_sort(terms.begin(), terms.end(),
+                     [](const Term* a, const Term* b) { return a->first < b->first; });
+    Poly out;
+    for (size_t i = 0; i < terms.size();) {
+      Rational c{0, 1};
+      size_t j = i;
+      for (; j < terms.size() && terms[j]->first == terms[i]->first; ++j)
+        c = c + terms[j]->second;
+      if (!c.zero()) out.push_back({terms[i]->first, c});
+      i = j;
+    }
+    if (out.size() > maxTerms_) throw GiveUp{};
+    return out;
+  }
+
   Poly scale(const Poly& a, Rational r) const {
     if (r.zero()) return {};
     Poly out = a;
@@ -154,19 +187,20 @@ class Normaliser {
 
   Poly mul(const Poly& a, const Poly& b) const {
     if (a.empty() || b.empty()) return {};
+    // A constant factor scales: no products of monomials to sort.
+    if (a.size() == 1 && a[0].first.empty()) return scale(b, a[0].second);
+    if (b.size() == 1 && b[0].first.empty()) return scale(a, b[0].second);
     if (a.size() * b.size() > maxTerms_ * 4) throw GiveUp{};
-    std::map<Monomial, Rational> acc;
+    Poly products;
+    products.reserve(a.size() * b.size());
     for (const auto& [ma, ca] : a)
-      for (const auto& [mb, cb] : b) {
-        Monomial m = mulMono(ma, mb);
-        auto [it, fresh] = acc.emplace(std::move(m), ca * cb);
-        if (!fresh) it->second = it->second + ca * cb;
-      }
-    Poly out;
-    for (auto& [m, c] : acc)
-      if (!c.zero()) out.push_back({m, c});
-    if (out.size() > maxTerms_) throw GiveUp{};
-    return out;
+      for (const auto& [mb, cb] : b)
+        products.push_back({mulMono(ma, mb), ca * cb});
+    std::vector<const Term*> terms;
+    terms.reserve(products.size());
+    for (const Term& t : products)
+      terms.push_back(&t);
+    return merged(terms);
   }
 
   std::optional<Rational> asConstant(const Poly& p) const {
@@ -224,10 +258,10 @@ class Normaliser {
       case sym::Kind::Var:
         return ofAtom(atom({-4, static_cast<int64_t>(n.var)}));
       case sym::Kind::Add: {
-        Poly s;
+        std::vector<const Poly*> ps;
         for (auto a : n.args)
-          s = add(s, P(a));
-        return s;
+          ps.push_back(&P(a));
+        return addAll(ps);
       }
       case sym::Kind::Mul: {
         Poly p = constant(Rational{1, 1});
@@ -310,7 +344,7 @@ class Normaliser {
   const sym::ExprPool& pool_;
   size_t maxTerms_;
   std::vector<Poly> polys_;
-  std::unordered_map<Poly, PolyId, PolyHash> polyIndex_;
+  std::unordered_multimap<size_t, PolyId> polyIndex_;  // hash of a polynomial -> its ids
   std::unordered_map<std::vector<int64_t>, AtomId, KeyHash> atomIndex_;
   std::vector<bool> indicator_;
   std::unordered_map<sym::ExprId, PolyId> memo_;
