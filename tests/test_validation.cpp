@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
 #include "core/plan/json_io.h"
 #include "core/plan/validate.h"
 
@@ -125,6 +127,34 @@ class TestValidation : public QObject {
     QCOMPARE(diags.size(), size_t(2));
     QCOMPARE(diags[0].where, std::string("plan.json:/devices/1/coord"));
     QVERIFY(diags[1].where.find("plan.json:/devices/0/lineage/") == 0);
+  }
+
+  // A large plan is validated on two threads (validate.cpp): the diagnostics are those of a serial run, in
+  // its order (mesh, then lineage, then communication).
+  void aLargePlanReportsInTheSerialOrder() {
+    parallel::GenerateOptions o;
+    o.layers = 8;
+    o.compact = false;
+    Plan p = parallel::generatePlan(*models::findModel("llama-micro"),
+                                    parallel::parseParallel("dp=4,tp=2,pp=2,mb=6"), o);
+    size_t ops = 0;
+    for (const Device& d : p.devices)
+      ops += d.graph.ops.size();
+    QVERIFY2(ops >= 20000, std::to_string(ops).c_str());  // the two-thread path
+    QVERIFY(validatePlan(p).empty());
+    p.devices[1].coord = {9, 9, 9};
+    p.devices[0].lineage.begin()->second.tensor = "nope";
+    for (Op& op : p.devices[3].graph.ops)
+      if (op.kind == "all_reduce") {
+        op.attrs.set("instance", "nowhere");
+        break;
+      }
+    const std::vector<Diagnostic> diags = validatePlan(p, "plan.json");
+    QVERIFY(diags.size() >= 3);
+    QCOMPARE(diags[0].where, std::string("plan.json:/devices/1/coord"));
+    QVERIFY2(diags[1].where.find("plan.json:/devices/0/lineage/") == 0, diags[1].where.c_str());
+    QVERIFY2(joined(diags).find("nowhere") != std::string::npos, joined(diags).c_str());
+    QVERIFY(diags.back().message.find("nope") == std::string::npos);
   }
 
   void eachInvalidFixtureIsRejectedWithItsDiagnostic_data() { addFixtureRows(); }

@@ -1,5 +1,7 @@
 #include "core/plan/validate.h"
 
+#include <future>
+
 #include "core/plan/json_reader.h"
 #include "core/plan/validate_checks.h"
 
@@ -83,16 +85,42 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   using namespace validation;
   std::vector<Diagnostic> diags;
   Report r(source, diags);
-  bool ranksUnique = checkMesh(plan, r);
-  checkLogicalGraph(plan, r);
-  checkAttributes(plan, r);
-  checkLineage(plan, r);
-  checkDeviceInputs(plan, r);
-  checkValueParts(plan, r);
-  // A hang is only meaningful once every call has a well-defined partner.
-  if (checkCommunication(plan, r) && ranksUnique) checkCommunicationOrder(plan, r);
-  checkCoverage(plan, r);
-  checkStateDeclaration(plan, r);
+  const bool ranksUnique = checkMesh(plan, r);
+  // Two families of checks that only read the plan: on a large plan (a folded frontier plan, validated after
+  // each fold and each reduction) they run on two threads; the diagnostics keep the order of a serial run.
+  auto graphsAndLineage = [&](Report& out) {
+    checkLogicalGraph(plan, out);
+    checkAttributes(plan, out);
+    checkLineage(plan, out);
+    checkDeviceInputs(plan, out);
+  };
+  auto partsAndCommunication = [&](Report& out) {
+    checkValueParts(plan, out);
+    // A hang is only meaningful once every call has a well-defined partner.
+    if (checkCommunication(plan, out) && ranksUnique) checkCommunicationOrder(plan, out);
+    checkCoverage(plan, out);
+    checkStateDeclaration(plan, out);
+  };
+  constexpr size_t kParallelOps = 20000;
+  size_t ops = plan.logical.ops.size();
+  for (const Device& d : plan.devices)
+    ops += d.graph.ops.size();
+  if (ops < kParallelOps) {
+    graphsAndLineage(r);
+    partsAndCommunication(r);
+    return diags;
+  }
+  std::vector<Diagnostic> later;
+  Report laterReport(source, later);
+  auto second = std::async(std::launch::async, [&] { partsAndCommunication(laterReport); });
+  try {
+    graphsAndLineage(r);
+  } catch (...) {
+    second.wait();  // it reads the plan and `later`: not past this frame
+    throw;
+  }
+  second.get();
+  diags.insert(diags.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
   return diags;
 }
 

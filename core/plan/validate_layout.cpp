@@ -66,42 +66,45 @@ void checkLineage(const Plan& plan, Report& r) {
   for (size_t i = 0; i < plan.devices.size(); ++i) {
     const Device& d = plan.devices[i];
     for (const auto& [v, l] : d.lineage) {
-      const std::string at = lineagePtr(plan, i, v);
       const std::string& name = d.graph.values[v].name;
       const Value* t = logicalValue(plan, l.tensor);
+      const auto at = [&] { return lineagePtr(plan, i, v); };  // built only for a diagnostic
       if (!t) {
-        r.add(at, who(d) + "lineage of '" + name + "' names unknown logical tensor '" + l.tensor + "'");
+        r.add(at(), who(d) + "lineage of '" + name + "' names unknown logical tensor '" + l.tensor + "'");
         continue;
       }
       if (l.parts < 1)
-        r.add(at, who(d) + "lineage of '" + name + "' has parts " + std::to_string(l.parts) +
-                      "; it must be >= 1");
+        r.add(at(), who(d) + "lineage of '" + name + "' has parts " + std::to_string(l.parts) +
+                        "; it must be >= 1");
       else if (l.part < 0 || l.part >= l.parts)
-        r.add(at, who(d) + "lineage of '" + name + "' has part " + std::to_string(l.part) + " outside [0, " +
-                      std::to_string(l.parts) + ")");
+        r.add(at(), who(d) + "lineage of '" + name + "' has part " + std::to_string(l.part) +
+                        " outside [0, " + std::to_string(l.parts) + ")");
       const Shape& full = t->type.shape;
       if (l.box.ranges.size() != full.size()) {
-        r.add(at, who(d) + "lineage box of '" + name + "' has " + std::to_string(l.box.ranges.size()) +
-                      " dims but logical tensor '" + l.tensor + "' has rank " + std::to_string(full.size()));
+        r.add(at(), who(d) + "lineage box of '" + name + "' has " + std::to_string(l.box.ranges.size()) +
+                        " dims but logical tensor '" + l.tensor + "' has rank " +
+                        std::to_string(full.size()));
         continue;
       }
       bool boxOk = true;
       for (size_t k = 0; k < full.size() && boxOk; ++k) {
         auto [a, b] = l.box.ranges[k];
         if (a < 0 || b > full[k]) {
-          r.add(at, who(d) + "lineage box " + boxString(l.box) + " of '" + name + "' is out of bounds of '" +
-                        l.tensor + "' " + shapeString(full) + " in dim " + std::to_string(k));
+          r.add(at(), who(d) + "lineage box " + boxString(l.box) + " of '" + name +
+                          "' is out of bounds of '" + l.tensor + "' " + shapeString(full) + " in dim " +
+                          std::to_string(k));
           boxOk = false;
         } else if (a >= b) {
-          r.add(at, who(d) + "lineage box " + boxString(l.box) + " of '" + name + "' is empty in dim " +
-                        std::to_string(k));
+          r.add(at(), who(d) + "lineage box " + boxString(l.box) + " of '" + name + "' is empty in dim " +
+                          std::to_string(k));
           boxOk = false;
         }
       }
       const Shape& local = d.graph.values[v].type.shape;
       if (boxOk && l.box.extent() != local)
-        r.add(at, who(d) + "tensor '" + name + "' has shape " + shapeString(local) + " but its lineage box " +
-                      boxString(l.box) + " of '" + l.tensor + "' has extent " + shapeString(l.box.extent()));
+        r.add(at(), who(d) + "tensor '" + name + "' has shape " + shapeString(local) +
+                        " but its lineage box " + boxString(l.box) + " of '" + l.tensor + "' has extent " +
+                        shapeString(l.box.extent()));
     }
   }
 }
@@ -114,15 +117,15 @@ void checkDeviceInputs(const Plan& plan, Report& r) {
     const Device& d = plan.devices[i];
     for (size_t k = 0; k < d.graph.inputs.size(); ++k) {
       ValueId v = d.graph.inputs[k];
-      const std::string at = devicePtr(i) + "/inputs/" + std::to_string(k);
+      const auto at = [&] { return devicePtr(i) + "/inputs/" + std::to_string(k); };
       const std::string& name = d.graph.values[v].name;
       auto it = d.lineage.find(v);
       if (it == d.lineage.end())
-        r.add(at, who(d) + "device input '" + name +
-                      "' has no lineage (every device input must be a slice or part of a logical input)");
+        r.add(at(), who(d) + "device input '" + name +
+                        "' has no lineage (every device input must be a slice or part of a logical input)");
       else if (logicalValue(plan, it->second.tensor) && !logicalInputs.count(it->second.tensor))
-        r.add(at, who(d) + "device input '" + name + "' has lineage to '" + it->second.tensor +
-                      "', which is not a logical graph input");
+        r.add(at(), who(d) + "device input '" + name + "' has lineage to '" + it->second.tensor +
+                        "', which is not a logical graph input");
     }
   }
 }
