@@ -53,6 +53,26 @@ class TestCliZoo : public QObject {
     QVERIFY2(v.exitCode == 0, qPrintable(v.out + v.err));
   }
 
+  // A generated file is compact (implied micro-batch copies and replicas): inspect checks it written out,
+  // and leaves one too large for that to verify, instead of calling the implied parts missing.
+  void inspectChecksACompactPlanWrittenOut() {
+    const QString small = tmp_.filePath("micro-compact.json");
+    Run g = cli({"generate", "--model", "llama-micro", "--parallel", "dp=4,tp=2,pp=2,mb=4", "--layers", "2",
+                 "-o", small});
+    QVERIFY2(g.exitCode == 0, qPrintable(g.out + g.err));
+    Run i = cli({"inspect", small});
+    QVERIFY2(i.exitCode == 0, qPrintable(i.out + i.err));
+    QVERIFY2(i.out.contains("compact:") && i.out.contains("stages:"), qPrintable(i.out));
+    QVERIFY2(i.err.isEmpty(), qPrintable(i.err));
+    const QString large = tmp_.filePath("large-compact.json");
+    g = cli(
+        {"generate", "--model", "llama-micro", "--parallel", "dp=512,tp=2", "--layers", "2", "-o", large});
+    QVERIFY2(g.exitCode == 0, qPrintable(g.out + g.err));
+    i = cli({"inspect", large});
+    QVERIFY2(i.exitCode == 0 && i.out.contains("'paraproof verify' checks it folded"),
+             qPrintable(i.out + i.err));
+  }
+
   void verifyGeneratesInMemoryAndFindsAnInjectedBug() {
     const QString report = tmp_.filePath("tv01.report.json");
     Run v = cli({"verify", "--model", "gpt-tiny", "--parallel", "tp=2", "--inject", "tv01-allreduce-missing",
