@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -71,6 +72,24 @@ class TestCliZoo : public QObject {
     i = cli({"inspect", large});
     QVERIFY2(i.exitCode == 0 && i.out.contains("'paraproof verify' checks it folded"),
              qPrintable(i.out + i.err));
+  }
+
+  // Running out of memory is neither a verdict nor bad input, and never an abort: exit 3 with a message, and
+  // no partial plan file. (A 400 MB address-space limit; the sanitizers need far more address space.)
+  void outOfMemoryIsAClearErrorNotACrash() {
+#ifdef __SANITIZE_ADDRESS__
+    QSKIP("AddressSanitizer reserves more address space than the limit this test sets");
+#endif
+    const QString plan = tmp_.filePath("l3-oom.json");
+    for (const QString& command :
+         {QString("generate --model llama3-405b --parallel dp=64,tp=8,pp=16,mb=16 -o ") + plan,
+          QString("verify --model llama3-405b --parallel dp=64,tp=8,pp=16,mb=16")}) {
+      const Run r =
+          runProgram("bash", {"-c", "ulimit -v 400000; exec " PARAPROOF_CLI " " + command}, 300000);
+      QVERIFY2(r.exitCode == 3, qPrintable(command + ": " + r.err));
+      QVERIFY2(r.err.contains("out of memory"), qPrintable(r.err));
+    }
+    QVERIFY(QDir(tmp_.path()).entryList({"l3-oom*"}, QDir::Files).isEmpty());
   }
 
   void verifyGeneratesInMemoryAndFindsAnInjectedBug() {

@@ -5,8 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/models/zoo.h"
+#include "core/parallel/generate.h"
 #include "core/plan/gzip.h"
 #include "core/plan/json_io.h"
+#include "core/plan/json_text.h"
 #include "core/plan/validate.h"
 
 using namespace paraproof;
@@ -151,6 +154,26 @@ class TestPlanIo : public QObject {
     savePlan(p, path);  // overwrite in place
     QVERIFY(samePlan(loadPlan(path), p));
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"plan.json"});  // no temporary left behind
+  }
+
+  // A plan of 20,000 ops or more is written one device at a time (json_io.cpp): the very text of the whole
+  // document, which a small plan is written as.
+  void aLargePlanIsWrittenAsTheWholeDocument() {
+    parallel::GenerateOptions o;
+    o.layers = 8;
+    o.compact = false;
+    const Plan p = parallel::generatePlan(*models::findModel("llama-micro"),
+                                          parallel::parseParallel("dp=4,tp=2,pp=2,mb=6"), o);
+    size_t ops = 0;
+    for (const Device& d : p.devices)
+      ops += d.graph.ops.size();
+    QVERIFY2(ops >= 20000, std::to_string(ops).c_str());
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("large.json").toStdString();
+    savePlan(p, path);
+    std::ifstream in(path, std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    QVERIFY(written == planjson::formatJson(planToJson(p)));
   }
 
   // The naming rules (core/plan/value_names.h): names built with them parse back to their copy, chunk and

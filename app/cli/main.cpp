@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ const char* kUsage =
     "                         mutation testing: random semantic mutations, an end-to-end oracle, the "
     "verifier\n"
     "\n"
-    "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive\n"
+    "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input or usage, 3 inconclusive (or out of\n"
+    "memory)\n"
     "run 'paraproof <command> --help' for a command's options\n";
 
 // Z3 helper threads that outlive the run (abandoned proofs Z3 does not stop) must not meet static
@@ -49,9 +51,24 @@ int finish(int code) {
   return code;
 }
 
+// Out of memory ends in a message (main below), not an abort: unwinding after a failed allocation destroys
+// large JSON documents and graphs, and destroying them allocates (nlohmann's destructor keeps a stack), which
+// fails again inside a destructor and terminates. A reserve taken at start is given back the first time an
+// allocation fails, so the unwinding has room; then the failure is thrown as usual.
+char* gReserve = nullptr;
+
+void giveBackReserve() {
+  delete[] gReserve;
+  gReserve = nullptr;
+  std::set_new_handler(nullptr);
+  throw std::bad_alloc();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  gReserve = new char[size_t{64} << 20];
+  std::set_new_handler(giveBackReserve);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
@@ -72,6 +89,12 @@ int main(int argc, char** argv) {
   } catch (const paraproof::cli::UsageError& e) {
     std::cerr << "paraproof " << cmd << ": " << e.what() << "\n(see 'paraproof " << cmd << " --help')\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // A resource limit, not a verdict and not bad input: no report is written.
+    std::cerr << "paraproof " << cmd
+              << ": out of memory: the plan needs more memory than this process may use (a plan with "
+                 "expert parallelism is written device by device: docs/scale.md)\n";
+    return 3;
   }
   std::cerr << "paraproof: unknown command '" << cmd << "'\n" << kUsage;
   return 2;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "app/cli/args.h"
@@ -49,7 +50,8 @@ const char* kHelp =
     "  --no-dedup            check identical stages separately\n"
     "  --mpi                 run under mpirun: the processes share the stages, rank 0 writes the report\n"
     "                        (the same report as one process), e.g. mpirun -n 4 paraproof verify P --mpi\n"
-    "  --check-numerics      with SCRIPT.py: also run both steps eagerly on random inputs (a differential test)\n"
+    "  --check-numerics      with SCRIPT.py: also run both steps eagerly on random inputs (a differential "
+    "test)\n"
     "  --hold-stage N        (testing) stage N waits for the deadline or an interrupt before it is checked\n"
     "\n"
     "exit codes: 0 equivalent, 1 not equivalent, 2 invalid input, 3 inconclusive (timeout, cancelled, ...)\n";
@@ -154,6 +156,8 @@ int runVerify(const std::vector<std::string>& argv) {
     loaded = true;
   } catch (const PlanError& e) {
     report.errors = e.diagnostics();
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is no property of the plan (main.cpp says so)
   } catch (const std::exception& e) {
     report.errors = {Diagnostic{path, e.what()}};
   }
@@ -171,12 +175,13 @@ int runVerify(const std::vector<std::string>& argv) {
     // The differential test of an imported script (--check-numerics) is reported beside the proof.
     // The importer words it (SCRIPT.py's functions run eagerly, or why they could not run: no verdict).
     if (auto it = plan.metadata.find("check_numerics"); it != plan.metadata.end() && it->is_object())
-      report.notes.push_back(
-          it->contains("note") && (*it)["note"].is_string()
-              ? (*it)["note"].get<std::string>()
-              : std::string("check-numerics: logical and parallel ") +
-                    (it->value("agree", false) ? "agree" : "DISAGREE: " + it->value("detail", std::string())) +
-                    " on random inputs (float64; a test, not a proof)");
+      report.notes.push_back(it->contains("note") && (*it)["note"].is_string()
+                                 ? (*it)["note"].get<std::string>()
+                                 : std::string("check-numerics: logical and parallel ") +
+                                       (it->value("agree", false)
+                                            ? "agree"
+                                            : "DISAGREE: " + it->value("detail", std::string())) +
+                                       " on random inputs (float64; a test, not a proof)");
   } else {
     // A plan that does not load still gets a report (docs/report-format.md): verdict invalid, the errors.
     report.verdict = verify::Verdict::Invalid;

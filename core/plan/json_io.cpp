@@ -314,7 +314,10 @@ Plan loadPlan(const std::string& path) {
   return planFromJson(parseJsonText(text, path), path);
 }
 
-Json planToJson(const Plan& plan) {
+namespace {
+
+// Everything but the devices.
+Json planHeadToJson(const Plan& plan) {
   Json j{{"format", kFormat}, {"version", kVersion}, {"name", plan.name}};
   j["mesh"] = Json{{"axes", plan.mesh.axes}, {"shape", plan.mesh.shape}};
   if (plan.replicas)
@@ -333,25 +336,59 @@ Json planToJson(const Plan& plan) {
     logical["state"] = std::move(state);
   }
   j["logical"] = std::move(logical);
-  Json devices = Json::array();
-  for (const Device& d : plan.devices) {
-    Json dj{{"rank", d.rank}, {"coord", d.coord}};
-    writeGraph(d.graph, dj);
-    if (!d.lineage.empty()) {
-      Json lin = Json::object();
-      for (const auto& [v, l] : d.lineage)
-        lin[d.graph.values[v].name] = lineageToJson(plan, l);
-      dj["lineage"] = std::move(lin);
-    }
-    devices.push_back(std::move(dj));
+  return j;
+}
+
+Json deviceToJson(const Plan& plan, const Device& d) {
+  Json dj{{"rank", d.rank}, {"coord", d.coord}};
+  writeGraph(d.graph, dj);
+  if (!d.lineage.empty()) {
+    Json lin = Json::object();
+    for (const auto& [v, l] : d.lineage)
+      lin[d.graph.values[v].name] = lineageToJson(plan, l);
+    dj["lineage"] = std::move(lin);
   }
+  return dj;
+}
+
+// The plan's text. A large plan is written one device at a time into the layout of the whole document (its
+// top level and device list are then surely too long for one line): the document of a frontier plan is
+// gigabytes of JSON values, and destroying it when memory runs out allocates again and aborts.
+std::string planText(const Plan& plan) {
+  constexpr size_t kWholeDocumentOps = 20000;
+  size_t ops = 0;
+  for (const Device& d : plan.devices)
+    ops += d.graph.ops.size();
+  if (ops < kWholeDocumentOps || plan.devices.empty()) return formatJson(planToJson(plan));
+  Json head = planHeadToJson(plan);
+  const std::string marker = "\u0001devices";  // a string no plan field holds: the devices' place
+  head["devices"] = marker;
+  const std::string headText = formatJson(head);
+  const std::string placeholder = Json(marker).dump();
+  const size_t at = headText.find(placeholder);
+  std::string out = headText.substr(0, at) + "[\n";
+  for (size_t i = 0; i < plan.devices.size(); ++i) {
+    out += i ? ",\n    " : "    ";
+    formatJsonAt(deviceToJson(plan, plan.devices[i]), 4, out);
+  }
+  out += "\n  ]" + headText.substr(at + placeholder.size());
+  return out;
+}
+
+}  // namespace
+
+Json planToJson(const Plan& plan) {
+  Json j = planHeadToJson(plan);
+  Json devices = Json::array();
+  for (const Device& d : plan.devices)
+    devices.push_back(deviceToJson(plan, d));
   j["devices"] = std::move(devices);
   return j;
 }
 
 void savePlan(const Plan& plan, const std::string& path) {
   namespace fs = std::filesystem;
-  std::string text = formatJson(planToJson(plan));
+  std::string text = planText(plan);
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) text = gzipCompress(text);
   // A temporary in the same directory, so the rename is atomic and readers never see a partial plan.
   std::random_device rd;

@@ -222,4 +222,8 @@ std::string formatJson(const Json& j) {
   return out;
 }
 
+void formatJsonAt(const Json& j, int indent, std::string& out) {
+  format(j, indent, out);
+}
+
 }  // namespace paraproof::planjson

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -542,6 +543,8 @@ class Reducer {
               return false;
             }
             op.attrs = std::move(rescaled);
+          } catch (const std::bad_alloc&) {
+            throw;  // out of memory is no property of the plan
           } catch (const std::exception& e) {
             why = "op '" + op.id + "': " + e.what();
             return false;
@@ -552,6 +555,8 @@ class Reducer {
             why = "op '" + op.id + "' (" + op.kind + ") does not re-infer at reduced shapes";
             return false;
           }
+        } catch (const std::bad_alloc&) {
+          throw;  // out of memory is no property of the plan
         } catch (const std::exception& e) {
           why = "op '" + op.id + "': " + e.what();
           return false;
@@ -592,6 +597,8 @@ class Reducer {
     std::vector<Diagnostic> errs;
     try {
       errs = validatePlan(reduced);
+    } catch (const std::bad_alloc&) {
+      throw;  // out of memory is no property of the plan
     } catch (const std::exception& e) {
       why = std::string("reduced plan: validation failed: ") + e.what();
       return false;

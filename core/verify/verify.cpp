@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <thread>
@@ -496,6 +497,8 @@ std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const S
       try {
         expanded = stage::expandReplicas(given);
         checked = &expanded;
+      } catch (const std::bad_alloc&) {
+        throw;  // out of memory is no property of the plan
       } catch (const std::exception& e) {
         rep.errors.push_back({"/replicas", e.what()});
       }
@@ -510,6 +513,8 @@ std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const S
       } else {
         expandedCopies = stage::expandMicroBatches(*checked);
       }
+    } catch (const std::bad_alloc&) {
+      throw;  // out of memory is no property of the plan
     } catch (const std::exception& e) {
       rep.errors.push_back({"/microbatches", e.what()});
     }
@@ -521,6 +526,8 @@ std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const S
       (checked == &folded.plan && folded.validated) || (checked == &mbFolded.plan && mbFolded.validated);
   try {
     if (rep.errors.empty() && !validated) rep.errors = validatePlan(plan);
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is no property of the plan
   } catch (const std::exception& e) {
     rep.errors.push_back({"", std::string("validation failed: ") + e.what()});
   }
