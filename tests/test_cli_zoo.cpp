@@ -84,8 +84,7 @@ class TestCliZoo : public QObject {
     for (const QString& command :
          {QString("generate --model llama3-405b --parallel dp=64,tp=8,pp=16,mb=16 -o ") + plan,
           QString("verify --model llama3-405b --parallel dp=64,tp=8,pp=16,mb=16")}) {
-      const Run r =
-          runProgram("bash", {"-c", "ulimit -v 400000; exec " PARAPROOF_CLI " " + command}, 300000);
+      const Run r = runProgram("bash", {"-c", "ulimit -v 400000; exec " PARAPROOF_CLI " " + command}, 300000);
       QVERIFY2(r.exitCode == 3, qPrintable(command + ": " + r.err));
       QVERIFY2(r.err.contains("out of memory"), qPrintable(r.err));
     }
