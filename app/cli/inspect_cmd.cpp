@@ -57,9 +57,7 @@ int runInspect(const std::vector<std::string>& argv) {
   const Plan* checked = &plan;
   Plan written;
   if (plan.replicas || plan.microbatches) {
-    int64_t all = 1;
-    for (int64_t e : plan.mesh.shape)
-      all *= e;
+    const int64_t all = plan.meshDevices();
     std::cout << "compact:  ";
     if (plan.replicas)
       std::cout << plan.devices.size() << " of " << all << " devices stated (replicas along '"

@@ -62,17 +62,11 @@ int runGenerate(const std::vector<std::string>& argv) {
     return 2;
   }
   savePlan(plan, *out);
-  size_t ops = 0;
-  for (const auto& d : plan.devices)
-    ops += d.graph.ops.size();
-  int64_t meshDevices = 1;
-  for (int64_t n : plan.mesh.shape)
-    meshDevices *= n;
   std::cout << "wrote " << *out << ": " << plan.devices.size() << " devices";
   if (plan.replicas)
-    std::cout << " written of " << meshDevices << " (the other " << plan.replicas->axis
+    std::cout << " written of " << plan.meshDevices() << " (the other " << plan.replicas->axis
               << " replicas are translates)";
-  std::cout << ", " << plan.logical.ops.size() << " logical ops, " << ops << " device ops\n";
+  std::cout << ", " << plan.logical.ops.size() << " logical ops, " << plan.deviceOps() << " device ops\n";
   return 0;
 }
 

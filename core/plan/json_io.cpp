@@ -356,10 +356,7 @@ Json deviceToJson(const Plan& plan, const Device& d) {
 // gigabytes of JSON values, and destroying it when memory runs out allocates again and aborts.
 std::string planText(const Plan& plan) {
   constexpr size_t kWholeDocumentOps = 20000;
-  size_t ops = 0;
-  for (const Device& d : plan.devices)
-    ops += d.graph.ops.size();
-  if (ops < kWholeDocumentOps || plan.devices.empty()) return formatJson(planToJson(plan));
+  if (plan.deviceOps() < kWholeDocumentOps || plan.devices.empty()) return formatJson(planToJson(plan));
   Json head = planHeadToJson(plan);
   const std::string marker = "\u0001devices";  // a string no plan field holds: the devices' place
   head["devices"] = marker;

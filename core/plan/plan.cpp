@@ -34,6 +34,20 @@ bool isCommunication(const Op& op) {
   return isCollective(op) || isP2P(op.kind);
 }
 
+size_t Plan::deviceOps() const {
+  size_t n = 0;
+  for (const Device& d : devices)
+    n += d.graph.ops.size();
+  return n;
+}
+
+int64_t Plan::meshDevices() const {
+  int64_t n = 1;
+  for (int64_t e : mesh.shape)
+    n *= e;
+  return n;
+}
+
 bool isP2P(const std::string& k) {
   return k == "send" || k == "recv";
 }

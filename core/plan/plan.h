@@ -80,6 +80,8 @@ struct Plan {
   std::vector<Device> devices;
   Json metadata = Json::object();  // free-form: generator options, injected bug, ...
 
+  size_t deviceOps() const;     // the ops of all stated device graphs
+  int64_t meshDevices() const;  // the positions of the mesh (a compact plan states fewer devices)
   const Device* deviceByRank(int rank) const;
   int deviceIndex(int rank) const;  // kNone if absent
 };

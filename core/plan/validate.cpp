@@ -102,10 +102,7 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
     checkStateDeclaration(plan, out);
   };
   constexpr size_t kParallelOps = 20000;
-  size_t ops = plan.logical.ops.size();
-  for (const Device& d : plan.devices)
-    ops += d.graph.ops.size();
-  if (ops < kParallelOps) {
+  if (plan.logical.ops.size() + plan.deviceOps() < kParallelOps) {
     graphsAndLineage(r);
     partsAndCommunication(r);
     return diags;
