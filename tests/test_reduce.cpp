@@ -3,12 +3,15 @@
 // tensor whose elements disagree with its type.
 #include <QtTest>
 
+#include "core/ir/halves.h"
 #include "core/models/zoo.h"
 #include "core/parallel/generate.h"
 #include "core/plan/json_io.h"
 #include "core/plan/validate.h"
 #include "core/stage/count_degree.h"
+#include "core/stage/fold.h"
 #include "core/stage/lower.h"
+#include "core/stage/microbatch_fold.h"
 #include "core/stage/reduce.h"
 #include "core/stage/stage.h"
 
@@ -102,6 +105,41 @@ class TestReduce : public QObject {
       QVERIFY2(sameCut(stage::cutStages(stage::reducePlan(p, 1).plan), unreduced), name.c_str());
     }
     QVERIFY(reduced >= 20);
+  }
+
+  // A plan of 20,000 ops or more is copied, folded and reduced with its devices on two threads
+  // (core/ir/halves.h): what they build is what one thread builds, byte for byte and parameter for parameter.
+  void twoThreadsBuildWhatOneBuilds() {
+    parallel::GenerateOptions o;
+    o.layers = 32;
+    const Plan plan = parallel::generatePlan(*models::findModel("llama3-8b"),
+                                             parallel::parseParallel("dp=4,tp=2,pp=2,mb=4"), o);
+    QVERIFY(largePlan(plan));
+    bool everyStepLarge = true;  // so that every step took two threads
+    auto build = [&](bool two) {
+      twoHalvesAllowed = two;
+      const stage::FoldedPlan replicas = stage::foldReplicas(plan);
+      const stage::FoldedPlan copies = stage::foldMicroBatches(replicas.plan, 0, &replicas.parameter);
+      const stage::ReducedPlan reduced = stage::reducePlan(copies.plan);
+      twoHalvesAllowed = true;
+      everyStepLarge = everyStepLarge && largePlan(replicas.plan) && largePlan(copies.plan);
+      const stage::FoldParameter& t = copies.parameter;
+      const stage::FoldParameter& c = copies.carried;
+      return std::tuple{replicas.folded && copies.folded && reduced.reduced,
+                        planToJson(copyPlan(plan)).dump(),
+                        planToJson(replicas.plan).dump(),
+                        planToJson(copies.plan).dump(),
+                        planToJson(reduced.plan).dump(),
+                        std::tuple{t.logicalAxes, t.sums, t.averages, t.varying},
+                        std::tuple{c.logicalAxes, c.sums, c.averages, c.varying}};
+    };
+    const auto two = build(true), one = build(false);
+    QVERIFY(everyStepLarge);
+    QVERIFY(std::get<0>(two));
+    QVERIFY(std::get<1>(two) == planToJson(plan).dump());
+    QVERIFY(!std::get<1>(std::get<5>(two)).empty());  // accumulation chains over the copies
+    QVERIFY(!std::get<1>(std::get<6>(two)).empty());  // the replica fold's sums, carried
+    QVERIFY(two == one);
   }
 
   void splitsAlikeButTheirOutermostClassShrinkTheirInnerAxes() {

@@ -1,5 +1,7 @@
 #include "core/plan/plan.h"
 
+#include "core/ir/halves.h"
+
 namespace paraproof {
 
 Shape Box::extent() const {
@@ -39,6 +41,28 @@ size_t Plan::deviceOps() const {
   for (const Device& d : devices)
     n += d.graph.ops.size();
   return n;
+}
+
+bool largePlan(const Plan& plan) {
+  constexpr size_t kLargeOps = 20000;
+  return plan.logical.ops.size() + plan.deviceOps() >= kLargeOps;
+}
+
+Plan copyPlan(const Plan& plan) {
+  Plan out;
+  out.name = plan.name;
+  out.mesh = plan.mesh;
+  out.replicas = plan.replicas;
+  out.microbatches = plan.microbatches;
+  out.logical = plan.logical;
+  out.state = plan.state;
+  out.metadata = plan.metadata;
+  out.devices.resize(plan.devices.size());
+  inTwoHalves(plan.devices.size(), largePlan(plan), [&](size_t begin, size_t end) {
+    for (size_t d = begin; d < end; ++d)
+      out.devices[d] = plan.devices[d];
+  });
+  return out;
 }
 
 int64_t Plan::meshDevices() const {

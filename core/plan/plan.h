@@ -86,6 +86,12 @@ struct Plan {
   int deviceIndex(int rank) const;  // kNone if absent
 };
 
+// A copy of `plan` (as Plan(plan)), its devices copied on two threads when it is large: verification copies
+// a frontier plan at each fold and reduction, and the copy is allocation and page faults, not computation.
+Plan copyPlan(const Plan& plan);
+// Whether `plan` is large enough for work split between two threads to pay for the thread.
+bool largePlan(const Plan& plan);
+
 // Collective and point-to-point op kinds, whose semantics span several devices.
 bool isCollective(const std::string& kind);  // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast
 bool isP2P(const std::string& kind);         // send, recv

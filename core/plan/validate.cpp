@@ -101,8 +101,7 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
     checkCoverage(plan, out);
     checkStateDeclaration(plan, out);
   };
-  constexpr size_t kParallelOps = 20000;
-  if (plan.logical.ops.size() + plan.deviceOps() < kParallelOps) {
+  if (!largePlan(plan)) {
     graphsAndLineage(r);
     partsAndCommunication(r);
     return diags;

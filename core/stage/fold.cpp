@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/ir/halves.h"
 #include "core/plan/validate.h"
 #include "core/stage/reduce.h"
 
@@ -468,14 +469,20 @@ class Folder {
       pos.emplace(k, static_cast<int64_t>(pos.size()));
     struct Source {
       Device dev;
-      const Line* line;
+      const Line* line = nullptr;
     };
-    std::vector<Source> chosen;
+    std::vector<std::pair<const Line*, int64_t>> picks;  // (line, kept coordinate)
     for (const Line& l : lines_)
-      for (int64_t k : kept) {
-        auto it = l.byCoord.find(k);
-        chosen.push_back({it != l.byCoord.end() ? plan_.devices[it->second] : translate(l, k), &l});
+      for (int64_t k : kept)
+        picks.push_back({&l, k});
+    std::vector<Source> chosen(picks.size());
+    inTwoHalves(picks.size(), largePlan(plan_), [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        const auto [l, k] = picks[i];
+        auto it = l->byCoord.find(k);
+        chosen[i] = {it != l->byCoord.end() ? plan_.devices[it->second] : translate(*l, k), l};
       }
+    });
     std::sort(chosen.begin(), chosen.end(),
               [](const Source& x, const Source& y) { return x.dev.rank < y.dev.rank; });
     std::map<int64_t, int64_t> newRank;  // original rank -> folded rank (order-preserving)
@@ -492,7 +499,10 @@ class Folder {
     p.metadata = plan_.metadata;
     out.originalRank.clear();
     for (Source& c : chosen) {
-      const Device src = c.dev;
+      const struct {
+        int rank;
+        std::vector<int64_t> coord;
+      } src{c.dev.rank, c.dev.coord};  // where the device was (not a copy of its graph)
       const Line& line = *c.line;
       const int64_t k = src.coord[a_], to = pos.at(k);
       Device& dev = c.dev;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/ir/halves.h"
 #include "core/plan/validate.h"
 #include "core/stage/reduce.h"
 
@@ -573,6 +574,199 @@ class MicroBatchFolder {
     return key.substr(0, at) + "#" + std::to_string(j) + key.substr(at + 2);
   }
 
+  // What withCopies keeps, shared by its devices.
+  struct CopyLayout {
+    const std::set<int>& kept;
+    std::map<int, int64_t> pos;  // kept copy -> its position among the kept ones
+    std::vector<int> fill;       // kept copies the plan does not state
+    std::vector<int> ks;         // the kept copies in order
+    int64_t m;                   // how many
+    bool fold;
+  };
+
+  static void merge(FoldParameter& into, FoldParameter& from) {
+    into.logicalAxes.merge(from.logicalAxes);
+    into.sums.merge(from.sums);
+    into.averages.merge(from.averages);
+    into.varying.merge(from.varying);
+  }
+
+  // withCopies on device d of `p` (its copies rebuilt from plan_'s device d), writing only that device and
+  // what `t` and `carried` receive for it.
+  bool copyDevice(Plan& p, size_t d, const CopyLayout& layout, FoldParameter* t, const FoldParameter* carry,
+                  FoldParameter* carried, std::string& why) const {
+    const std::set<int>& kept = layout.kept;
+    const std::map<int, int64_t>& pos = layout.pos;
+    const std::vector<int>& fill = layout.fill;
+    const std::vector<int>& ks = layout.ks;
+    const int64_t m = layout.m;
+    const bool fold = layout.fold;
+    const Copies& c = copies_[d];
+    if (c.ops.empty()) return true;
+    const Device& src = plan_.devices[d];
+    const Graph& g = src.graph;
+    const size_t f = static_cast<size_t>(from_);
+    std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
+    for (size_t o = 0; o < g.ops.size(); ++o)
+      keepOp[o] = c.opMb[o] == kStepWide || kept.count(c.opMb[o]);
+    std::map<OpId, std::string> lastAdd;  // the add that yields a chain's total -> the chain's key
+    for (const auto& [key, chain] : c.chains) {
+      for (size_t i = 0; i + 1 < chain.size(); ++i)
+        keepOp[static_cast<size_t>(chain[i])] = false;
+      lastAdd[chain.back()] = key;
+    }
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      const OpId prod = g.values[v].producer;
+      keepValue[v] = (c.valueMb[v] == kStepWide || kept.count(c.valueMb[v])) &&
+                     (prod == kNone || keepOp[static_cast<size_t>(prod)]);
+    }
+    Graph h;
+    h.name = g.name;
+    std::vector<ValueId> newId(g.values.size(), kNone);
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (keepValue[v]) {
+        newId[v] = static_cast<ValueId>(h.values.size());
+        h.values.push_back(g.values[v]);
+      }
+    auto addValue = [&h](std::string name, const TensorType& type) {
+      h.values.push_back(Value{std::move(name), type, kNone, 0});
+      return static_cast<ValueId>(h.values.size() - 1);
+    };
+    std::map<std::pair<int, ValueId>, ValueId> cloneId;  // (copy, template value) -> value
+    for (int j : fill)
+      for (const auto& [key, v] : c.values[f])
+        cloneId[{j, v}] = addValue(nameOf(key, j), g.values[v].type);
+    auto copyValue = [&](const std::string& key, int k) {
+      return stated_.count(k) ? newId[static_cast<size_t>(c.values[static_cast<size_t>(k)].at(key))]
+                              : cloneId.at({k, c.values[f].at(key)});
+    };
+    auto emit = [&h](Op op) {
+      const OpId id = static_cast<OpId>(h.ops.size());
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        h.values[op.outputs[k]].producer = id;
+        h.values[op.outputs[k]].producerOutput = static_cast<int>(k);
+      }
+      h.ops.push_back(std::move(op));
+    };
+    std::map<OpId, OpId> newOp;                    // kept op -> its id in h
+    std::map<std::pair<int, OpId>, OpId> cloneOp;  // (copy, template op) -> the implied copy's op
+    for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
+      const Op& op = g.ops[o];
+      auto last = lastAdd.find(o);
+      if (last != lastAdd.end()) {
+        ValueId acc = copyValue(last->second, ks[0]);
+        for (size_t i = 1; i + 1 < ks.size(); ++i) {
+          Op add = op;
+          add.id = op.id + ".fold." + std::to_string(i);
+          const ValueId out = addValue(g.values[op.outputs[0]].name + ".fold." + std::to_string(i),
+                                       g.values[op.outputs[0]].type);
+          add.inputs = {acc, copyValue(last->second, ks[i])};
+          add.outputs = {out};
+          emit(std::move(add));
+          acc = out;
+        }
+        Op add = op;
+        add.inputs = {acc, copyValue(last->second, ks.back())};
+        add.outputs = {newId[static_cast<size_t>(op.outputs[0])]};
+        if (t) t->sums.insert({d, static_cast<OpId>(h.ops.size())});
+        emit(std::move(add));
+        continue;
+      }
+      if (!keepOp[static_cast<size_t>(o)]) continue;
+      newOp[o] = static_cast<OpId>(h.ops.size());
+      Op kept = op;
+      for (ValueId& v : kept.inputs) {
+        if (newId[static_cast<size_t>(v)] == kNone) {
+          why = where(d) + "op '" + op.id + "' reads '" + g.values[v].name + "' of a micro-batch not kept";
+          return false;
+        }
+        v = newId[static_cast<size_t>(v)];
+      }
+      for (ValueId& v : kept.outputs)
+        v = newId[static_cast<size_t>(v)];
+      emit(std::move(kept));
+      if (c.opMb[static_cast<size_t>(o)] != from_) continue;
+      for (int j : fill) {  // the implied copies of this op, right after it
+        Op clone = op;
+        clone.id = nameOf(c.opKey[static_cast<size_t>(o)], j);
+        for (ValueId& v : clone.inputs)
+          v = c.valueMb[static_cast<size_t>(v)] == from_ ? cloneId.at({j, v}) : newId[static_cast<size_t>(v)];
+        for (ValueId& v : clone.outputs)
+          v = cloneId.at({j, v});
+        auto inst = clone.attrs.find("instance");
+        if (inst != clone.attrs.end() && inst->is_string())
+          clone.attrs.set("instance", inst->get<std::string>() + "@mb=" + std::to_string(j));
+        cloneOp[{j, o}] = static_cast<OpId>(h.ops.size());
+        emit(std::move(clone));
+      }
+    }
+    for (ValueId v : g.inputs) {
+      if (!keepValue[static_cast<size_t>(v)]) continue;
+      h.inputs.push_back(newId[static_cast<size_t>(v)]);
+      if (c.valueMb[static_cast<size_t>(v)] == from_)
+        for (int j : fill)
+          h.inputs.push_back(cloneId.at({j, v}));
+    }
+    for (ValueId v : g.outputs)
+      h.outputs.push_back(newId[static_cast<size_t>(v)]);
+    h.reindex();
+
+    std::map<ValueId, Lineage> lineage;
+    auto keep = [&](ValueId to, const Lineage& lin, size_t u, int j) {
+      Lineage moved = lin;
+      if (fold && j != kStepWide) place(c, c.valueKey[u], j, pos.at(j), m, moved);
+      // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
+      // value of the batch) has no place in the folded batch.
+      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      if (fold && lv != kNone)
+        for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
+          const bool scaled =
+              plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i);
+          if (scaled && (j == kStepWide || !c.boxStep.count({c.valueKey[u], i}))) {
+            why = where(d) + "'" + g.values[static_cast<ValueId>(u)].name + "' covers the batch of '" +
+                  lin.tensor + "' without advancing with the micro-batch";
+            return false;
+          }
+        }
+      if (t && j != kStepWide) {
+        const std::string& key = c.valueKey[u];
+        auto step = c.boxStep.lower_bound({key, 0});
+        if (c.partStep.count(key) || (step != c.boxStep.end() && step->first.first == key))
+          t->varying.insert({d, to});
+      }
+      lineage.emplace(to, std::move(moved));
+      return true;
+    };
+    for (const auto& [v, lin] : src.lineage) {
+      const size_t u = static_cast<size_t>(v);
+      if (keepValue[u] && !keep(newId[u], lin, u, c.valueMb[u])) return false;
+      if (c.valueMb[u] == from_)
+        for (int j : fill)
+          if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
+    }
+    if (carry && carried) {
+      auto moveOps = [&](const std::set<std::pair<size_t, OpId>>& from,
+                         std::set<std::pair<size_t, OpId>>& to) {
+        for (const auto& [dev, o] : onDevice(from, d)) {
+          if (auto it = newOp.find(o); it != newOp.end()) to.insert({d, it->second});
+          for (int j : fill)
+            if (auto it = cloneOp.find({j, o}); it != cloneOp.end()) to.insert({d, it->second});
+        }
+      };
+      moveOps(carry->sums, carried->sums);
+      moveOps(carry->averages, carried->averages);
+      for (const auto& [dev, v] : onDevice(carry->varying, d)) {
+        if (newId[static_cast<size_t>(v)] != kNone)
+          carried->varying.insert({d, newId[static_cast<size_t>(v)]});
+        for (int j : fill)
+          if (auto it = cloneId.find({j, v}); it != cloneId.end()) carried->varying.insert({d, it->second});
+      }
+    }
+    p.devices[d].graph = std::move(h);
+    p.devices[d].lineage = std::move(lineage);
+    return true;
+  }
+
   // Rewrites the devices of `p` to hold exactly the copies `kept`: copies not kept are dropped, kept ones
   // not stated are written as translates of the template copy (each op right after its template op), and
   // every accumulation chain sums the kept copies (its last add, which yields the total, stays). With
@@ -588,172 +782,28 @@ class MicroBatchFolder {
     std::vector<int> fill;
     for (int k : kept)
       if (!stated_.count(k)) fill.push_back(k);
-    const std::vector<int> ks(kept.begin(), kept.end());
-    for (size_t d = 0; d < p.devices.size(); ++d) {
-      const Copies& c = copies_[d];
-      if (c.ops.empty()) continue;
-      const Device& src = plan_.devices[d];
-      const Graph& g = src.graph;
-      const size_t f = static_cast<size_t>(from_);
-      std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
-      for (size_t o = 0; o < g.ops.size(); ++o)
-        keepOp[o] = c.opMb[o] == kStepWide || kept.count(c.opMb[o]);
-      std::map<OpId, std::string> lastAdd;  // the add that yields a chain's total -> the chain's key
-      for (const auto& [key, chain] : c.chains) {
-        for (size_t i = 0; i + 1 < chain.size(); ++i)
-          keepOp[static_cast<size_t>(chain[i])] = false;
-        lastAdd[chain.back()] = key;
+    const CopyLayout layout{
+        kept, std::move(pos), std::move(fill), std::vector<int>(kept.begin(), kept.end()), m, fold};
+    // Devices are independent: two halves, each with its own parameters, merged in device order.
+    struct Half {
+      FoldParameter t, carried;
+      std::string why;
+    };
+    Half halves[2];
+    const size_t n = p.devices.size();
+    inTwoHalves(n, largePlan(plan_), [&](size_t begin, size_t end) {
+      Half& h = halves[begin == 0 ? 0 : 1];
+      for (size_t d = begin; d < end; ++d)
+        if (!copyDevice(p, d, layout, t ? &h.t : nullptr, carry, carried ? &h.carried : nullptr, h.why))
+          return;
+    });
+    for (Half& h : halves) {
+      if (!h.why.empty()) {
+        why = h.why;
+        return false;
       }
-      for (size_t v = 0; v < g.values.size(); ++v) {
-        const OpId prod = g.values[v].producer;
-        keepValue[v] = (c.valueMb[v] == kStepWide || kept.count(c.valueMb[v])) &&
-                       (prod == kNone || keepOp[static_cast<size_t>(prod)]);
-      }
-      Graph h;
-      h.name = g.name;
-      std::vector<ValueId> newId(g.values.size(), kNone);
-      for (size_t v = 0; v < g.values.size(); ++v)
-        if (keepValue[v]) {
-          newId[v] = static_cast<ValueId>(h.values.size());
-          h.values.push_back(g.values[v]);
-        }
-      auto addValue = [&h](std::string name, const TensorType& type) {
-        h.values.push_back(Value{std::move(name), type, kNone, 0});
-        return static_cast<ValueId>(h.values.size() - 1);
-      };
-      std::map<std::pair<int, ValueId>, ValueId> cloneId;  // (copy, template value) -> value
-      for (int j : fill)
-        for (const auto& [key, v] : c.values[f])
-          cloneId[{j, v}] = addValue(nameOf(key, j), g.values[v].type);
-      auto copyValue = [&](const std::string& key, int k) {
-        return stated_.count(k) ? newId[static_cast<size_t>(c.values[static_cast<size_t>(k)].at(key))]
-                                : cloneId.at({k, c.values[f].at(key)});
-      };
-      auto emit = [&h](Op op) {
-        const OpId id = static_cast<OpId>(h.ops.size());
-        for (size_t k = 0; k < op.outputs.size(); ++k) {
-          h.values[op.outputs[k]].producer = id;
-          h.values[op.outputs[k]].producerOutput = static_cast<int>(k);
-        }
-        h.ops.push_back(std::move(op));
-      };
-      std::map<OpId, OpId> newOp;                    // kept op -> its id in h
-      std::map<std::pair<int, OpId>, OpId> cloneOp;  // (copy, template op) -> the implied copy's op
-      for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
-        const Op& op = g.ops[o];
-        auto last = lastAdd.find(o);
-        if (last != lastAdd.end()) {
-          ValueId acc = copyValue(last->second, ks[0]);
-          for (size_t i = 1; i + 1 < ks.size(); ++i) {
-            Op add = op;
-            add.id = op.id + ".fold." + std::to_string(i);
-            const ValueId out = addValue(g.values[op.outputs[0]].name + ".fold." + std::to_string(i),
-                                         g.values[op.outputs[0]].type);
-            add.inputs = {acc, copyValue(last->second, ks[i])};
-            add.outputs = {out};
-            emit(std::move(add));
-            acc = out;
-          }
-          Op add = op;
-          add.inputs = {acc, copyValue(last->second, ks.back())};
-          add.outputs = {newId[static_cast<size_t>(op.outputs[0])]};
-          if (t) t->sums.insert({d, static_cast<OpId>(h.ops.size())});
-          emit(std::move(add));
-          continue;
-        }
-        if (!keepOp[static_cast<size_t>(o)]) continue;
-        newOp[o] = static_cast<OpId>(h.ops.size());
-        Op kept = op;
-        for (ValueId& v : kept.inputs) {
-          if (newId[static_cast<size_t>(v)] == kNone) {
-            why = where(d) + "op '" + op.id + "' reads '" + g.values[v].name + "' of a micro-batch not kept";
-            return false;
-          }
-          v = newId[static_cast<size_t>(v)];
-        }
-        for (ValueId& v : kept.outputs)
-          v = newId[static_cast<size_t>(v)];
-        emit(std::move(kept));
-        if (c.opMb[static_cast<size_t>(o)] != from_) continue;
-        for (int j : fill) {  // the implied copies of this op, right after it
-          Op clone = op;
-          clone.id = nameOf(c.opKey[static_cast<size_t>(o)], j);
-          for (ValueId& v : clone.inputs)
-            v = c.valueMb[static_cast<size_t>(v)] == from_ ? cloneId.at({j, v})
-                                                           : newId[static_cast<size_t>(v)];
-          for (ValueId& v : clone.outputs)
-            v = cloneId.at({j, v});
-          auto inst = clone.attrs.find("instance");
-          if (inst != clone.attrs.end() && inst->is_string())
-            clone.attrs.set("instance", inst->get<std::string>() + "@mb=" + std::to_string(j));
-          cloneOp[{j, o}] = static_cast<OpId>(h.ops.size());
-          emit(std::move(clone));
-        }
-      }
-      for (ValueId v : g.inputs) {
-        if (!keepValue[static_cast<size_t>(v)]) continue;
-        h.inputs.push_back(newId[static_cast<size_t>(v)]);
-        if (c.valueMb[static_cast<size_t>(v)] == from_)
-          for (int j : fill)
-            h.inputs.push_back(cloneId.at({j, v}));
-      }
-      for (ValueId v : g.outputs)
-        h.outputs.push_back(newId[static_cast<size_t>(v)]);
-      h.reindex();
-
-      std::map<ValueId, Lineage> lineage;
-      auto keep = [&](ValueId to, const Lineage& lin, size_t u, int j) {
-        Lineage moved = lin;
-        if (fold && j != kStepWide) place(c, c.valueKey[u], j, pos.at(j), m, moved);
-        // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
-        // value of the batch) has no place in the folded batch.
-        const ValueId lv = plan_.logical.findValue(lin.tensor);
-        if (fold && lv != kNone)
-          for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
-            const bool scaled =
-                plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i);
-            if (scaled && (j == kStepWide || !c.boxStep.count({c.valueKey[u], i}))) {
-              why = where(d) + "'" + g.values[static_cast<ValueId>(u)].name + "' covers the batch of '" +
-                    lin.tensor + "' without advancing with the micro-batch";
-              return false;
-            }
-          }
-        if (t && j != kStepWide) {
-          const std::string& key = c.valueKey[u];
-          auto step = c.boxStep.lower_bound({key, 0});
-          if (c.partStep.count(key) || (step != c.boxStep.end() && step->first.first == key))
-            t->varying.insert({d, to});
-        }
-        lineage.emplace(to, std::move(moved));
-        return true;
-      };
-      for (const auto& [v, lin] : src.lineage) {
-        const size_t u = static_cast<size_t>(v);
-        if (keepValue[u] && !keep(newId[u], lin, u, c.valueMb[u])) return false;
-        if (c.valueMb[u] == from_)
-          for (int j : fill)
-            if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
-      }
-      if (carry && carried) {
-        auto moveOps = [&](const std::set<std::pair<size_t, OpId>>& from,
-                           std::set<std::pair<size_t, OpId>>& to) {
-          for (const auto& [dev, o] : onDevice(from, d)) {
-            if (auto it = newOp.find(o); it != newOp.end()) to.insert({d, it->second});
-            for (int j : fill)
-              if (auto it = cloneOp.find({j, o}); it != cloneOp.end()) to.insert({d, it->second});
-          }
-        };
-        moveOps(carry->sums, carried->sums);
-        moveOps(carry->averages, carried->averages);
-        for (const auto& [dev, v] : onDevice(carry->varying, d)) {
-          if (newId[static_cast<size_t>(v)] != kNone)
-            carried->varying.insert({d, newId[static_cast<size_t>(v)]});
-          for (int j : fill)
-            if (auto it = cloneId.find({j, v}); it != cloneId.end()) carried->varying.insert({d, it->second});
-        }
-      }
-      p.devices[d].graph = std::move(h);
-      p.devices[d].lineage = std::move(lineage);
+      if (t) merge(*t, h.t);
+      if (carried) merge(*carried, h.carried);
     }
     if (carry && carried) {  // devices without copies keep their graphs
       carried->logicalAxes = carry->logicalAxes;

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/ir/halves.h"
 #include "core/ops/registry.h"
 #include "core/plan/validate.h"
 
@@ -210,7 +211,7 @@ class Reducer {
       out.notes.push_back("shape reduction skipped (reshape factors did not settle): checking at full size");
       return out;
     }
-    out.plan = plan_;
+    out.plan = copyPlan(plan_);
     std::string why;
     if (!rebuild(out.plan, why) || !revalidate(out.plan, why)) {
       out.plan = plan_;
@@ -506,55 +507,64 @@ class Reducer {
     return changed;
   }
 
-  int64_t factorOf(size_t a) { return a == kNoNode ? 1 : factor_[ag_.find(a)]; }
-  int64_t factorOf(size_t g, ValueId v, int a) {
+  // By node of the axis graph; set by `rebuild` before its threads read it (`find` compresses paths).
+  int64_t factorOf(size_t a) const { return a == kNoNode ? 1 : nodeFactor_[a]; }
+  int64_t factorOf(size_t g, ValueId v, int a) const {
     return factorOf(a == ops::kValues ? ag_.values(g, v) : ag_.axis(g, v, a));
   }
 
+  // Divides every extent, op attribute and lineage box by its class's factor, the graphs of a large plan on
+  // two threads. `why`: the first failure in graph order.
   bool rebuild(Plan& out, std::string& why) {
+    nodeFactor_.resize(ag_.size());
+    for (size_t n = 0; n < ag_.size(); ++n)
+      nodeFactor_[n] = factor_[ag_.find(n)];
     std::vector<Graph*> graphs{&out.logical};
     for (Device& d : out.devices)
       graphs.push_back(&d.graph);
-    for (size_t g = 0; g < graphs.size(); ++g) {
-      Graph& graph = *graphs[g];
-      for (size_t v = 0; v < graph.values.size(); ++v)
-        for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a) {
-          int64_t f = factorOf(ag_.axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
-          int64_t& e = graph.values[v].type.shape[a];
-          if (e % f) {
-            why = "extent not divisible";
-            return false;
-          }
-          e /= f;
+    std::vector<std::string> failed(graphs.size());  // by graph (device d's lineage: graph d + 1)
+    auto firstFailure = [&] {
+      const auto first = std::find_if(failed.begin(), failed.end(), [](const auto& f) { return !f.empty(); });
+      if (first != failed.end()) why = *first;
+      return first != failed.end();
+    };
+    const bool large = largePlan(out);
+    inTwoHalves(graphs.size(), large, [&](size_t begin, size_t end) {
+      for (size_t g = begin; g < end && rebuildGraph(g, *graphs[g], failed[g]); ++g) {
+      }
+    });
+    if (firstFailure()) return false;
+    inTwoHalves(out.devices.size(), large, [&](size_t begin, size_t end) {
+      for (size_t d = begin; d < end && rescaleLineage(out.logical, out.devices[d], failed[d + 1]); ++d) {
+      }
+    });
+    return !firstFailure();
+  }
+
+  bool rebuildGraph(size_t g, Graph& graph, std::string& why) const {
+    for (size_t v = 0; v < graph.values.size(); ++v)
+      for (size_t a = 0; a < graph.values[v].type.shape.size(); ++a) {
+        int64_t f = factorOf(ag_.axis(g, static_cast<ValueId>(v), static_cast<int>(a)));
+        int64_t& e = graph.values[v].type.shape[a];
+        if (e % f) {
+          why = "extent not divisible";
+          return false;
         }
-    }
-    for (size_t g = 0; g < graphs.size(); ++g) {
-      Graph& graph = *graphs[g];
-      for (Op& op : graph.ops) {
-        const ops::OpDef* def = ops::findOp(op.kind);
-        if (!def) continue;
-        std::vector<TensorType> in = types(graph, op.inputs), outT = types(graph, op.outputs);
-        if (def->rescale) {
-          ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
-          try {
-            Json rescaled = def->rescale(op.attrs, in, outT, factor);
-            if (def->communication && !sameCommunicationKey(op.attrs, rescaled)) {
-              why = "op '" + op.id + "': rescaling changed its pairing (instance or peer)";
-              return false;
-            }
-            op.attrs = std::move(rescaled);
-          } catch (const std::bad_alloc&) {
-            throw;  // out of memory is no property of the plan
-          } catch (const std::exception& e) {
-            why = "op '" + op.id + "': " + e.what();
-            return false;
-          }
-        }
+        e /= f;
+      }
+    for (Op& op : graph.ops) {
+      const ops::OpDef* def = ops::findOp(op.kind);
+      if (!def) continue;
+      std::vector<TensorType> in = types(graph, op.inputs), outT = types(graph, op.outputs);
+      if (def->rescale) {
+        ops::AxisFactor factor = [&](ops::AxisRef r) { return factorOf(g, portValue(op, r.port), r.axis); };
         try {
-          if (def->infer && ops::inferTypes(*def, in, op.attrs) != outT) {
-            why = "op '" + op.id + "' (" + op.kind + ") does not re-infer at reduced shapes";
+          Json rescaled = def->rescale(op.attrs, in, outT, factor);
+          if (def->communication && !sameCommunicationKey(op.attrs, rescaled)) {
+            why = "op '" + op.id + "': rescaling changed its pairing (instance or peer)";
             return false;
           }
+          if (rescaled != op.attrs.json()) op.attrs = std::move(rescaled);  // else it stays shared
         } catch (const std::bad_alloc&) {
           throw;  // out of memory is no property of the plan
         } catch (const std::exception& e) {
@@ -562,22 +572,36 @@ class Reducer {
           return false;
         }
       }
-    }
-    for (Device& dev : out.devices)
-      for (auto& [v, lin] : dev.lineage) {
-        ValueId lv = out.logical.findValue(lin.tensor);
-        if (lv == kNone) continue;
-        for (size_t a = 0; a < lin.box.ranges.size(); ++a) {
-          int64_t f = factorOf(ag_.axis(0, lv, static_cast<int>(a)));
-          auto& [s, e] = lin.box.ranges[a];
-          if (s % f || e % f) {
-            why = "lineage box of '" + dev.graph.values[v].name + "' not divisible";
-            return false;
-          }
-          s /= f;
-          e /= f;
+      try {
+        if (def->infer && ops::inferTypes(*def, in, op.attrs) != outT) {
+          why = "op '" + op.id + "' (" + op.kind + ") does not re-infer at reduced shapes";
+          return false;
         }
+      } catch (const std::bad_alloc&) {
+        throw;  // out of memory is no property of the plan
+      } catch (const std::exception& e) {
+        why = "op '" + op.id + "': " + e.what();
+        return false;
       }
+    }
+    return true;
+  }
+
+  bool rescaleLineage(const Graph& logical, Device& dev, std::string& why) const {
+    for (auto& [v, lin] : dev.lineage) {
+      ValueId lv = logical.findValue(lin.tensor);
+      if (lv == kNone) continue;
+      for (size_t a = 0; a < lin.box.ranges.size(); ++a) {
+        int64_t f = factorOf(ag_.axis(0, lv, static_cast<int>(a)));
+        auto& [s, e] = lin.box.ranges[a];
+        if (s % f || e % f) {
+          why = "lineage box of '" + dev.graph.values[v].name + "' not divisible";
+          return false;
+        }
+        s /= f;
+        e /= f;
+      }
+    }
     return true;
   }
 
@@ -621,6 +645,7 @@ class Reducer {
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::set<size_t> kept_;        // classes a fold scaled: kept as they are
   std::vector<int64_t> factor_;
+  std::vector<int64_t> nodeFactor_;  // factor_ by node, not only by root: read by rebuild's threads
   std::map<std::pair<int64_t, int64_t>, int64_t> divisorMemo_;
 };
 
