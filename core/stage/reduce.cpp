@@ -120,9 +120,8 @@ struct ClassInfo {
 // Graph 0 is the logical graph, graph d+1 is device d.
 class Reducer {
  public:
-  explicit Reducer(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep = {},
-                   const std::set<size_t>* move = nullptr)
-      : plan_(plan), ag_(plan), move_(move) {
+  explicit Reducer(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep = {})
+      : plan_(plan), ag_(plan) {
     for (auto [v, a] : keep)
       if (static_cast<size_t>(v) < plan.logical.values.size() &&
           a < static_cast<int>(plan.logical.values[v].type.shape.size()))
@@ -203,9 +202,15 @@ class Reducer {
     return c;
   }
 
-  ReducedPlan run(int point) {
+  // Once per plan; then once per size point (`move`: as reducePlan's).
+  ReducedPlan run(int point, const std::set<size_t>* move) {
     ReducedPlan out;
-    collectConstants();
+    move_ = move;
+    if (!analysed_) {
+      collectConstants();
+      countClasses();
+      analysed_ = true;
+    }
     if (!chooseFactors(point)) {
       out.plan = plan_;
       out.notes.push_back("shape reduction skipped (reshape factors did not settle): checking at full size");
@@ -313,7 +318,6 @@ class Reducer {
     }
     for (size_t r : innerAxesOfAmbiguousRuns())
       limit[r] = 1;
-    countClasses();
     auto settle = [&] {
       do {
         factor_.assign(n, 1);
@@ -640,7 +644,8 @@ class Reducer {
 
   const Plan& plan_;
   AxisGraph ag_;
-  const std::set<size_t>* move_;  // point 1: the classes that move (null: all)
+  const std::set<size_t>* move_ = nullptr;  // point 1: the classes that move (null: all)
+  bool analysed_ = false;                   // the constants and counts below are collected
   std::vector<CountItem> countItems_;
   std::set<int64_t> constants_;  // count-like numbers derived from the plan's constants
   std::set<size_t> kept_;        // classes a fold scaled: kept as they are
@@ -651,9 +656,28 @@ class Reducer {
 
 }  // namespace
 
+class ReductionAnalysis {
+ public:
+  ReductionAnalysis(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep)
+      : plan_(&plan), keep_(keep), reducer_(plan, keep) {}
+  bool of(const Plan& plan, const std::vector<std::pair<ValueId, int>>& keep) const {
+    return plan_ == &plan && keep_ == keep;
+  }
+  Reducer& reducer() { return reducer_; }
+
+ private:
+  const Plan* plan_;
+  std::vector<std::pair<ValueId, int>> keep_;
+  Reducer reducer_;
+};
+
 ReducedPlan reducePlan(const Plan& plan, int point, const std::vector<std::pair<ValueId, int>>& keep,
-                       const std::set<size_t>* move) {
-  return Reducer(plan, keep, move).run(point);
+                       const std::set<size_t>* move, const std::shared_ptr<ReductionAnalysis>& again) {
+  std::shared_ptr<ReductionAnalysis> analysis =
+      again && again->of(plan, keep) ? again : std::make_shared<ReductionAnalysis>(plan, keep);
+  ReducedPlan out = analysis->reducer().run(point, move);
+  out.analysis = std::move(analysis);
+  return out;
 }
 
 std::optional<Graph> scaleLogicalAxes(const Plan& plan, const std::vector<std::pair<ValueId, int>>& axes,

@@ -24,12 +24,17 @@ struct ReductionClasses {
   }
 };
 
+// What a reduction learns of a plan before it chooses factors (the axis graph, the plan's count-like
+// constants, its counts): the same at both size points, so the second takes the first's.
+class ReductionAnalysis;
+
 struct ReducedPlan {
   Plan plan;  // the plan at reduced shapes (or the original when not applicable)
   bool reduced = false;
   std::shared_ptr<const ReductionClasses> classes;  // set when reduced
   int64_t elementsBefore = 0, elementsAfter = 0;    // summed over all values of all graphs
   std::vector<std::string> notes;                   // what was done, or why it was not
+  std::shared_ptr<ReductionAnalysis> analysis;      // of the plan as given, for reducePlan's `again`
 };
 
 // `point` 0 reduces every class as far as its conditions allow; point 1 (the second size point,
@@ -38,8 +43,11 @@ struct ReducedPlan {
 // their extents (the axes a fold scaled: the fold's own size points must stay apart).
 // `move` (point 1 only): the classes (ReductionClasses roots of the same plan) that take the smaller
 // factor; the others keep point 0's. Null: every reduced class moves.
+// `again`: the analysis of an earlier reduction (ReducedPlan::analysis), taken when it was of this very plan
+// object with the same `keep` (the plan unchanged since); otherwise the plan is analysed afresh.
 ReducedPlan reducePlan(const Plan& plan, int point = 0, const std::vector<std::pair<ValueId, int>>& keep = {},
-                       const std::set<size_t>* move = nullptr);
+                       const std::set<size_t>* move = nullptr,
+                       const std::shared_ptr<ReductionAnalysis>& again = nullptr);
 
 // The logical axes (value, dim) whose extent differs between two versions of one graph.
 std::vector<std::pair<ValueId, int>> scaledAxes(const Graph& before, const Graph& after);

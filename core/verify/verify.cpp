@@ -463,6 +463,7 @@ struct PointOutcome {
   std::vector<bool> secondReduction;
   std::set<size_t> moveClasses;
   std::shared_ptr<const Prepared> prepared;  // the folded, validated plan, for the second reduction
+  std::shared_ptr<stage::ReductionAnalysis> reduction;  // what the first reduction learnt of it, likewise
   // The cut and its descriptions, for the second reduction: reduction keeps the cut (docs/soundness.md,
   // "Reduction keeps the cut").
   std::shared_ptr<const std::vector<stage::Stage>> stages;
@@ -660,8 +661,10 @@ class PointRun {
     for (const stage::FoldedPlan* f : {&folded(), &mbFolded()})
       if (f->folded) foldScaled.insert(foldScaled.end(), f->scaled.begin(), f->scaled.end());
     if (opt.reduceShapes) {
-      reduced = stage::reducePlan(input(), at.shapes, foldScaled,
-                                  at.shapes == 1 && first ? &first->moveClasses : nullptr);
+      const bool second = at.shapes == 1 && first;
+      reduced = stage::reducePlan(input(), at.shapes, foldScaled, second ? &first->moveClasses : nullptr,
+                                  second ? first->reduction : nullptr);
+      outcome->reduction = reduced.analysis;
     } else {
       reduced.plan = input();
       reduced.notes.push_back("shape reduction disabled: checking at full size");
@@ -1278,6 +1281,7 @@ Report verifyPlan(const Plan& given, const Options& opt, Observer* observer,
     unfoldWhy = o.unfoldWhy;
   }
   base.prepared.reset();  // the folded plan is not needed past the size points
+  base.reduction.reset();
   if (rep.verdict == Verdict::Equivalent && !more.empty())
     rep.notes.push_back("equivalent at every size point (" + points +
                         "): a size-dependent coincidence would have to hold at each (docs/soundness.md, "
