@@ -7,8 +7,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "core/stage/stage.h"
 #include "core/stage/union_find.h"
@@ -93,15 +93,30 @@ std::vector<Stage> cutStages(const Plan& plan) {
   };
 
   // Each device's lineage by value id, read once in map order: the passes below ask it for every input and
-  // output of every op, and a tree look-up per ask was most of this function's time (L3).
+  // output of every op, and a tree look-up per ask was most of this function's time (L3). Its logical
+  // tensor by value id too (kNone: none, or a name the logical graph lacks), so that the groups below
+  // compare ids, not names.
   std::vector<std::vector<const Lineage*>> lineageOf(plan.devices.size());
-  std::unordered_set<std::string> cut;
+  std::vector<std::vector<ValueId>> tensorOf(plan.devices.size());
+  std::vector<bool> cut(lg.values.size(), false);  // logical values some device holds a piece of
+  std::unordered_map<std::string_view, ValueId> logicalByName;
+  for (ValueId v = 0; v < static_cast<ValueId>(lg.values.size()); ++v)
+    logicalByName.emplace(lg.values[v].name, v);
   for (size_t d = 0; d < plan.devices.size(); ++d) {
     const Device& dev = plan.devices[d];
     lineageOf[d].assign(dev.graph.values.size(), nullptr);
+    tensorOf[d].assign(dev.graph.values.size(), kNone);
+    const std::string* last = nullptr;  // consecutive values often hold pieces of one tensor
+    ValueId lastId = kNone;
     for (const auto& [v, lin] : dev.lineage) {
       lineageOf[d].at(static_cast<size_t>(v)) = &lin;
-      cut.insert(lin.tensor);
+      if (!last || *last != lin.tensor) {
+        const auto it = logicalByName.find(lin.tensor);
+        last = &lin.tensor;
+        lastId = it == logicalByName.end() ? kNone : it->second;
+      }
+      tensorOf[d][static_cast<size_t>(v)] = lastId;
+      if (lastId != kNone) cut[static_cast<size_t>(lastId)] = true;
     }
   }
 
@@ -109,7 +124,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
   for (OpId o = 0; o < numLogical; ++o)
     for (ValueId v : lg.ops[o].inputs) {
       OpId p = lg.values[v].producer;
-      if (p != kNone && !cut.count(lg.values[v].name)) uf.unite(o, p);
+      if (p != kNone && !cut[static_cast<size_t>(v)]) uf.unite(o, p);
     }
 
   std::unordered_map<std::string, int> commFirst;
@@ -141,30 +156,29 @@ std::vector<Stage> cutStages(const Plan& plan) {
     }
   }
 
-  // Device groups that compute new logical values join the logical ops producing them.
-  std::unordered_map<int, std::set<std::string>> groupIn, groupOut;
+  // Device groups that compute new logical values join the logical ops producing them. (Lineage to a name
+  // the logical graph lacks joins nothing: validation rejects it.)
+  std::vector<std::vector<ValueId>> groupIn(numNodes), groupOut(numNodes);  // by root: logical tensors
   for (size_t d = 0; d < plan.devices.size(); ++d) {
-    const Device& dev = plan.devices[d];
-    const Graph& g = dev.graph;
+    const Graph& g = plan.devices[d].graph;
     for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
-      int root = static_cast<int>(uf.find(base[d] + o));
-      groupOut[root];
+      const size_t root = uf.find(base[d] + o);
       for (ValueId v : g.ops[o].inputs) {
-        const Lineage* lin = lineageOf[d][v];
+        const ValueId t = tensorOf[d][v];
         OpId p = g.values[v].producer;
-        bool external = p == kNone || static_cast<int>(uf.find(base[d] + p)) != root;
-        if (external && lin) groupIn[root].insert(lin->tensor);
+        bool external = p == kNone || uf.find(base[d] + p) != root;
+        if (external && t != kNone) groupIn[root].push_back(t);
       }
       for (ValueId v : g.ops[o].outputs)
-        if (const Lineage* lin = lineageOf[d][v]) groupOut[root].insert(lin->tensor);
+        if (const ValueId t = tensorOf[d][v]; t != kNone) groupOut[root].push_back(t);
     }
   }
-  for (const auto& [root, outs] : groupOut) {
-    const auto& ins = groupIn[root];
-    for (const std::string& t : outs) {
-      if (ins.count(t)) continue;
-      ValueId lv = lg.findValue(t);
-      if (lv != kNone && lg.values[lv].producer != kNone) uf.unite(root, lg.values[lv].producer);
+  for (size_t root = 0; root < groupOut.size(); ++root) {
+    std::vector<ValueId>& ins = groupIn[root];
+    std::sort(ins.begin(), ins.end());
+    for (ValueId t : groupOut[root]) {
+      if (std::binary_search(ins.begin(), ins.end(), t)) continue;
+      if (lg.values[t].producer != kNone) uf.unite(root, lg.values[t].producer);
     }
   }
 
