@@ -580,7 +580,6 @@ class MicroBatchFolder {
     std::map<int, int64_t> pos;  // kept copy -> its position among the kept ones
     std::vector<int> fill;       // kept copies the plan does not state
     std::vector<int> ks;         // the kept copies in order
-    int64_t m;                   // how many
     bool fold;
   };
 
@@ -599,7 +598,7 @@ class MicroBatchFolder {
     const std::map<int, int64_t>& pos = layout.pos;
     const std::vector<int>& fill = layout.fill;
     const std::vector<int>& ks = layout.ks;
-    const int64_t m = layout.m;
+    const int64_t m = static_cast<int64_t>(kept.size());
     const bool fold = layout.fold;
     const Copies& c = copies_[d];
     if (c.ops.empty()) return true;
@@ -775,15 +774,14 @@ class MicroBatchFolder {
   // `carry`, a fold's parameter in `plan_`'s terms, is moved to the rewritten graphs in `carried`.
   bool withCopies(Plan& p, const std::set<int>& kept, bool fold, std::string& why, FoldParameter* t = nullptr,
                   const FoldParameter* carry = nullptr, FoldParameter* carried = nullptr) const {
-    const int64_t m = static_cast<int64_t>(kept.size());
     std::map<int, int64_t> pos;
     for (int k : kept)
       pos.emplace(k, static_cast<int64_t>(pos.size()));
     std::vector<int> fill;
     for (int k : kept)
       if (!stated_.count(k)) fill.push_back(k);
-    const CopyLayout layout{
-        kept, std::move(pos), std::move(fill), std::vector<int>(kept.begin(), kept.end()), m, fold};
+    const CopyLayout layout{kept, std::move(pos), std::move(fill), std::vector<int>(kept.begin(), kept.end()),
+                            fold};
     // Devices are independent: two halves, each with its own parameters, merged in device order.
     struct Half {
       FoldParameter t, carried;
