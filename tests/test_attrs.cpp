@@ -1,6 +1,7 @@
 // Op attributes as shared, interned objects (core/ir/attrs.h; docs/scale.md, "Memory per op"): equal objects
 // become one, objects equal only as JSON values stay apart, a write never reaches another op, and a
-// generated plan's ops share their attribute objects and are written as before.
+// generated plan's ops share their attribute objects and are written as before. A graph's name index is
+// likewise shared by its copies until one of them is written.
 #include <QtTest>
 
 #include <set>
@@ -63,6 +64,40 @@ class TestAttrs : public QObject {
     c.edit()["eps"] = 1e-5;
     QCOMPARE(c.dump(), std::string("{\"eps\":1e-05}"));
     QCOMPARE(a.dump(), std::string("{\"reduce\":\"sum\"}"));
+  }
+
+  // A graph's name index is shared with its copies (core/ir/ir.h) until one of them adds a value or an op:
+  // what a copy adds, or renames and reindexes, is found in that copy only.
+  void aGraphCopyKeepsItsOwnNames() {
+    Graph g;
+    g.addInput("x", TensorType{{4}, DType::F32});
+    Op neg;
+    neg.id = "neg";
+    neg.kind = "neg";
+    neg.inputs = {g.findValue("x")};
+    g.addOp(neg, {{"y", TensorType{{4}, DType::F32}}});
+    Graph copy = g;
+    QCOMPARE(copy.findValue("y"), g.findValue("y"));
+    QCOMPARE(copy.findOp("neg"), g.findOp("neg"));
+    neg.id = "neg2";
+    neg.inputs = {copy.findValue("y")};
+    copy.addOp(neg, {{"z", TensorType{{4}, DType::F32}}});
+    copy.addInput("w", TensorType{{4}, DType::F32});
+    QCOMPARE(copy.findValue("z"), 2);
+    QCOMPARE(copy.findOp("neg2"), 1);
+    QCOMPARE(copy.findValue("w"), 3);
+    QCOMPARE(g.findValue("z"), kNone);
+    QCOMPARE(g.findOp("neg2"), kNone);
+    QCOMPARE(g.findValue("w"), kNone);
+    Graph renamed = g;
+    renamed.values[1].name = "y2";
+    renamed.reindex();
+    QCOMPARE(renamed.findValue("y2"), 1);
+    QCOMPARE(renamed.findValue("y"), kNone);
+    QCOMPARE(g.findValue("y"), 1);
+    QCOMPARE(g.findValue("y2"), kNone);
+    const Graph moved = std::move(renamed);
+    QCOMPARE(moved.findValue("y2"), 1);
   }
 
   void convertsToTheObjectItself() {

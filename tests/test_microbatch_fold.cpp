@@ -293,6 +293,49 @@ class TestMicroBatchFold : public QObject {
 
   // Folded kept copies read nothing of a dropped copy, and accumulation sums exactly the kept ones: the
   // folded plan is itself valid and smaller.
+  // The verifier hands the replica fold's plan over to the micro-batch fold, which then moves device graphs
+  // and lineage instead of copying them, except the template copy's when implied copies are cloned from it.
+  // Handed over or not, the fold must be the same: plan, parameters, counts and notes.
+  void handedOverPlanFoldsAsACopyDoes_data() {
+    QTest::addColumn<QString>("par");
+    QTest::addColumn<QString>("inject");
+    QTest::addColumn<bool>("compact");
+    QTest::newRow("compact, implied copies kept") << "dp=8,tp=2,pp=2,mb=16"
+                                                  << "" << true;
+    QTest::newRow("compact, a far deviant") << "tp=2,pp=2,mb=16"
+                                            << "tv07-eps@layer=1,rank=3,mb=13" << true;
+    QTest::newRow("explicit") << "dp=8,tp=2,pp=2,mb=8"
+                              << "" << false;
+  }
+  void handedOverPlanFoldsAsACopyDoes() {
+    QFETCH(QString, par);
+    QFETCH(QString, inject);
+    QFETCH(bool, compact);
+    const Plan plan = generated("llama-micro", par.toStdString(), inject.toStdString(), compact);
+    const stage::FoldedPlan replicas = stage::foldReplicas(plan);
+    const Plan& input = replicas.folded ? replicas.plan : plan;
+    const stage::FoldParameter* carry = replicas.folded ? &replicas.parameter : nullptr;
+    auto seen = [](const stage::FoldedPlan& f) {
+      const stage::FoldParameter &t = f.parameter, &c = f.carried;
+      return std::tuple{f.folded,
+                        f.validated,
+                        planToJson(f.plan).dump(),
+                        f.notes,
+                        f.countsMet,
+                        f.count,
+                        f.scaled,
+                        std::tuple{t.logicalAxes, t.sums, t.averages, t.varying},
+                        std::tuple{c.logicalAxes, c.sums, c.averages, c.varying}};
+    };
+    for (int point = 0; point < stage::kFoldPoints; ++point) {
+      const stage::FoldedPlan copied = stage::foldMicroBatches(input, point, carry);
+      QVERIFY(copied.folded);
+      Plan given = copyPlan(input);
+      const stage::FoldedPlan moved = stage::foldMicroBatches(std::move(given), point, carry);
+      QVERIFY(seen(moved) == seen(copied));
+    }
+  }
+
   void foldedPlanIsValidAndSmaller() {
     const Plan plan = generated("llama-micro", "dp=2,tp=2,pp=2,mb=8");
     const stage::FoldedPlan fp = stage::foldMicroBatches(plan);

@@ -51,34 +51,46 @@ std::string shapeString(const Shape& s) {
   return os.str();
 }
 
+Graph::Index& Graph::ownIndex() {
+  // A write through a shared index would show in the copies: they keep the names they were copied with.
+  if (!index_)
+    index_ = std::make_shared<Index>();
+  else if (index_.use_count() > 1)
+    index_ = std::make_shared<Index>(*index_);
+  return *index_;
+}
+
 ValueId Graph::findValue(const std::string& n) const {
-  auto it = valueIndex_.find(n);
-  return it == valueIndex_.end() ? kNone : it->second;
+  if (!index_) return kNone;
+  auto it = index_->values.find(n);
+  return it == index_->values.end() ? kNone : it->second;
 }
 
 OpId Graph::findOp(const std::string& id) const {
-  auto it = opIndex_.find(id);
-  return it == opIndex_.end() ? kNone : it->second;
+  if (!index_) return kNone;
+  auto it = index_->ops.find(id);
+  return it == index_->ops.end() ? kNone : it->second;
 }
 
 ValueId Graph::addInput(const std::string& n, TensorType type) {
   ValueId id = static_cast<ValueId>(values.size());
   values.push_back(Value{n, std::move(type), kNone, 0});
-  valueIndex_[n] = id;
+  ownIndex().values[n] = id;
   inputs.push_back(id);
   return id;
 }
 
 OpId Graph::addOp(Op op, const std::vector<std::pair<std::string, TensorType>>& outs) {
   OpId id = static_cast<OpId>(ops.size());
+  Index& index = ownIndex();
   op.outputs.clear();
   for (size_t i = 0; i < outs.size(); ++i) {
     ValueId v = static_cast<ValueId>(values.size());
     values.push_back(Value{outs[i].first, outs[i].second, id, static_cast<int>(i)});
-    valueIndex_[outs[i].first] = v;
+    index.values[outs[i].first] = v;
     op.outputs.push_back(v);
   }
-  opIndex_[op.id] = id;
+  index.ops[op.id] = id;
   ops.push_back(std::move(op));
   return id;
 }
@@ -92,12 +104,14 @@ std::vector<std::vector<OpId>> Graph::consumers() const {
 }
 
 void Graph::reindex() {
-  valueIndex_.clear();
-  opIndex_.clear();
+  auto index = std::make_shared<Index>();
+  index->values.reserve(values.size());
+  index->ops.reserve(ops.size());
   for (ValueId v = 0; v < static_cast<ValueId>(values.size()); ++v)
-    valueIndex_[values[v].name] = v;
+    index->values[values[v].name] = v;
   for (OpId o = 0; o < static_cast<OpId>(ops.size()); ++o)
-    opIndex_[ops[o].id] = o;
+    index->ops[ops[o].id] = o;
+  index_ = std::move(index);
 }
 
 void internAttrs(Graph& g, AttrsPool& pool) {

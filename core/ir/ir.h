@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -72,8 +73,14 @@ class Graph {
   void reindex();  // rebuild the name indexes after direct edits of values/ops
 
  private:
-  std::unordered_map<std::string, ValueId> valueIndex_;
-  std::unordered_map<std::string, OpId> opIndex_;
+  struct Index {
+    std::unordered_map<std::string, ValueId> values;
+    std::unordered_map<std::string, OpId> ops;
+  };
+  // Shared by a graph and its copies until one of them adds a value or an op: the folds and the reduction
+  // copy whole plans whose names they keep, and copying every name into a new index was a good part of that.
+  std::shared_ptr<Index> index_;
+  Index& ownIndex();  // this graph's index, unshared (created when there is none)
 };
 
 // Makes the graph's equal attribute objects one object, shared with the equal ones of the graphs interned in

@@ -10,7 +10,14 @@ CopyTag copyTagOf(const std::string& s) {
     ++e;
   const bool digits = e > h + 1 && (e == h + 2 || s[h + 1] != '0');  // no leading zeros
   if (!digits || (e < s.size() && s[e] >= '0' && s[e] <= '9')) return {-1, s};
-  return {std::stoi(s.substr(h + 1, e - h - 1)), s.substr(0, h) + "#*" + s.substr(e)};
+  // One allocation, not four: every value and op name of every device is tagged when a plan is folded.
+  int mb = 0;
+  for (size_t i = h + 1; i < e; ++i)
+    mb = mb * 10 + (s[i] - '0');
+  std::string key;
+  key.reserve(s.size() - (e - h) + 2);
+  key.append(s, 0, h).append("#*").append(s, e, std::string::npos);
+  return {mb, std::move(key)};
 }
 
 namespace names {

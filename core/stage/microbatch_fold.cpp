@@ -39,13 +39,16 @@ struct Copies {
   // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
   std::map<std::string, std::vector<OpId>> chains;
   std::set<int> deviants;
-  int base = 0;  // the template pair of the programs is (base, base + 1)
+  int base = 0;                 // the template pair of the programs is (base, base + 1)
+  bool lineageDeviant = false;  // a stated copy is not the translate in its values (compact plans)
 };
 
 class MicroBatchFolder {
  public:
-  MicroBatchFolder(const Plan& plan, int point, const FoldParameter* carry = nullptr)
+  // `given`: the plan itself, handed over: its device graphs and lineage are taken, not copied.
+  MicroBatchFolder(const Plan& plan, int point, const FoldParameter* carry = nullptr, Plan* given = nullptr)
       : plan_(plan),
+        given_(given),
         compact_(plan.microbatches.has_value()),
         from_(compact_ ? plan.microbatches->from : 0),
         point_(point),
@@ -106,9 +109,10 @@ class MicroBatchFolder {
       for (int c = 0; static_cast<int64_t>(k.size()) < m; ++c)
         k.insert(c);
       out.scaled = scaledAxes(plan_.logical, *logical);
+      std::set<int64_t> met = fullCountsMet();  // before build, which may take the devices' graphs
       if (!build(out, k, std::move(*logical), why)) break;
       out.count = m;
-      out.countsMet = fullCountsMet();
+      out.countsMet = std::move(met);
       if (!out.countsMet.empty())
         out.notes.push_back("a constant of the plan could stand for " +
                             std::to_string(*out.countsMet.begin()) + ", the micro-batch count " +
@@ -176,9 +180,43 @@ class MicroBatchFolder {
     if (!index(why)) return false;
     if (n_ == 0) return true;
     order_.assign(stated_.begin(), stated_.end());
-    for (size_t d = 0; d < copies_.size(); ++d)
-      if (!copies_[d].ops.empty() && (!learn(d, why) || !findChains(d, why))) return false;
+    // Devices are learnt independently, in two halves; the first failure in device order is the one reported.
+    struct Half {
+      bool failed = false;
+      std::string why;
+    };
+    Half halves[2];
+    inTwoHalves(copies_.size(), largePlan(plan_), [&](size_t begin, size_t end) {
+      Half& h = halves[begin == 0 ? 0 : 1];
+      for (size_t d = begin; d < end && !h.failed; ++d)
+        h.failed = !copies_[d].ops.empty() && (!learn(d, h.why) || !findChains(d, h.why));
+    });
+    for (Half& h : halves)
+      if (h.failed) {
+        why = std::move(h.why);
+        return false;
+      }
+    lineageDeviant_ =
+        std::any_of(copies_.begin(), copies_.end(), [](const Copies& c) { return c.lineageDeviant; });
     return instancesStayInTheirMicroBatch(why);
+  }
+
+  // The micro-batch and key of every value and op of `g`.
+  static void tag(const Graph& g, Copies& c) {
+    c.valueMb.reserve(g.values.size());
+    c.valueKey.reserve(g.values.size());
+    for (const Value& v : g.values) {
+      CopyTag t = copyTagOf(v.name);
+      c.valueMb.push_back(t.mb);
+      c.valueKey.push_back(std::move(t.key));
+    }
+    c.opMb.reserve(g.ops.size());
+    c.opKey.reserve(g.ops.size());
+    for (const Op& op : g.ops) {
+      CopyTag t = copyTagOf(op.id);
+      c.opMb.push_back(t.mb);
+      c.opKey.push_back(std::move(t.key));
+    }
   }
 
   // Tags every op and value; checks that a copy reads only itself and step-wide values, and that every device
@@ -190,22 +228,19 @@ class MicroBatchFolder {
         return false;
       }
     copies_.resize(plan_.devices.size());
+    // Tagging every name is most of this and each device's own: two halves.
+    inTwoHalves(copies_.size(), largePlan(plan_), [&](size_t begin, size_t end) {
+      for (size_t d = begin; d < end; ++d)
+        tag(plan_.devices[d].graph, copies_[d]);
+    });
     for (size_t d = 0; d < plan_.devices.size(); ++d) {
       const Graph& g = plan_.devices[d].graph;
       Copies& c = copies_[d];
       int count = 0;
-      for (const Value& v : g.values) {
-        const CopyTag t = copyTagOf(v.name);
-        c.valueMb.push_back(t.mb);
-        c.valueKey.push_back(t.key);
-        count = std::max(count, t.mb + 1);
-      }
-      for (const Op& op : g.ops) {
-        const CopyTag t = copyTagOf(op.id);
-        c.opMb.push_back(t.mb);
-        c.opKey.push_back(t.key);
-        count = std::max(count, t.mb + 1);
-      }
+      for (int j : c.valueMb)
+        count = std::max(count, j + 1);
+      for (int j : c.opMb)
+        count = std::max(count, j + 1);
       if (count == 0) continue;
       std::set<int> present;
       for (int j : c.valueMb)
@@ -357,7 +392,7 @@ class MicroBatchFolder {
       const std::string name = dev.graph.values[v0].name;
       if (it == c.values[static_cast<size_t>(j)].end()) {
         if (compact_) {  // a stated deviant without this value: kept as written, not folded
-          lineageDeviant_ = true;
+          copies_[d].lineageDeviant = true;
           continue;
         }
         why = where(d) + "micro-batch " + std::to_string(j) + " has no copy of '" + name + "'";
@@ -365,7 +400,7 @@ class MicroBatchFolder {
       }
       if (dev.graph.values[v0].type != dev.graph.values[it->second].type) {
         if (compact_) {
-          lineageDeviant_ = true;
+          copies_[d].lineageDeviant = true;
           continue;
         }
         why = where(d) + "the copies of '" + name + "' differ in type";
@@ -376,7 +411,7 @@ class MicroBatchFolder {
       bool same = !l0 == !lj;
       if (same && l0) same = translated(c, key, *l0, j - from_) == *lj;
       if (!same && compact_) {
-        lineageDeviant_ = true;
+        copies_[d].lineageDeviant = true;
         continue;
       }
       if (!same) {
@@ -605,6 +640,10 @@ class MicroBatchFolder {
     const Device& src = plan_.devices[d];
     const Graph& g = src.graph;
     const size_t f = static_cast<size_t>(from_);
+    // A handed-over plan's op, value or lineage is moved, not copied, unless implied copies are cloned from
+    // it later (the template micro-batch's, when some kept copy is not stated).
+    Device* own = given_ ? &given_->devices[d] : nullptr;
+    auto movable = [&](int mb) { return own && (fill.empty() || mb != from_); };
     std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
     for (size_t o = 0; o < g.ops.size(); ++o)
       keepOp[o] = c.opMb[o] == kStepWide || kept.count(c.opMb[o]);
@@ -625,8 +664,12 @@ class MicroBatchFolder {
     for (size_t v = 0; v < g.values.size(); ++v)
       if (keepValue[v]) {
         newId[v] = static_cast<ValueId>(h.values.size());
-        h.values.push_back(g.values[v]);
+        h.values.push_back(movable(c.valueMb[v]) ? Value(std::move(own->graph.values[v]))
+                                                 : Value(g.values[v]));
       }
+    auto valueName = [&](size_t v) -> const std::string& {  // a kept value may have moved to h
+      return newId[v] != kNone ? h.values[static_cast<size_t>(newId[v])].name : g.values[v].name;
+    };
     auto addValue = [&h](std::string name, const TensorType& type) {
       h.values.push_back(Value{std::move(name), type, kNone, 0});
       return static_cast<ValueId>(h.values.size() - 1);
@@ -654,11 +697,13 @@ class MicroBatchFolder {
       auto last = lastAdd.find(o);
       if (last != lastAdd.end()) {
         ValueId acc = copyValue(last->second, ks[0]);
+        const ValueId total = newId[static_cast<size_t>(op.outputs[0])];
         for (size_t i = 1; i + 1 < ks.size(); ++i) {
           Op add = op;
           add.id = op.id + ".fold." + std::to_string(i);
-          const ValueId out = addValue(g.values[op.outputs[0]].name + ".fold." + std::to_string(i),
-                                       g.values[op.outputs[0]].type);
+          const ValueId out =
+              addValue(h.values[static_cast<size_t>(total)].name + ".fold." + std::to_string(i),
+                       h.values[static_cast<size_t>(total)].type);
           add.inputs = {acc, copyValue(last->second, ks[i])};
           add.outputs = {out};
           emit(std::move(add));
@@ -666,17 +711,18 @@ class MicroBatchFolder {
         }
         Op add = op;
         add.inputs = {acc, copyValue(last->second, ks.back())};
-        add.outputs = {newId[static_cast<size_t>(op.outputs[0])]};
+        add.outputs = {total};
         if (t) t->sums.insert({d, static_cast<OpId>(h.ops.size())});
         emit(std::move(add));
         continue;
       }
       if (!keepOp[static_cast<size_t>(o)]) continue;
       newOp[o] = static_cast<OpId>(h.ops.size());
-      Op kept = op;
+      const int mb = c.opMb[static_cast<size_t>(o)];
+      Op kept = movable(mb) ? Op(std::move(own->graph.ops[static_cast<size_t>(o)])) : Op(op);
       for (ValueId& v : kept.inputs) {
         if (newId[static_cast<size_t>(v)] == kNone) {
-          why = where(d) + "op '" + op.id + "' reads '" + g.values[v].name + "' of a micro-batch not kept";
+          why = where(d) + "op '" + kept.id + "' reads '" + g.values[v].name + "' of a micro-batch not kept";
           return false;
         }
         v = newId[static_cast<size_t>(v)];
@@ -684,7 +730,7 @@ class MicroBatchFolder {
       for (ValueId& v : kept.outputs)
         v = newId[static_cast<size_t>(v)];
       emit(std::move(kept));
-      if (c.opMb[static_cast<size_t>(o)] != from_) continue;
+      if (mb != from_) continue;
       for (int j : fill) {  // the implied copies of this op, right after it
         Op clone = op;
         clone.id = nameOf(c.opKey[static_cast<size_t>(o)], j);
@@ -711,9 +757,9 @@ class MicroBatchFolder {
     h.reindex();
 
     std::map<ValueId, Lineage> lineage;
-    auto keep = [&](ValueId to, const Lineage& lin, size_t u, int j) {
-      Lineage moved = lin;
+    auto keep = [&](ValueId to, Lineage moved, size_t u, int j) {
       if (fold && j != kStepWide) place(c, c.valueKey[u], j, pos.at(j), m, moved);
+      const Lineage& lin = moved;  // placing moves its box, not its tensor or its number of dims
       // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
       // value of the batch) has no place in the folded batch.
       const ValueId lv = plan_.logical.findValue(lin.tensor);
@@ -722,8 +768,8 @@ class MicroBatchFolder {
           const bool scaled =
               plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i);
           if (scaled && (j == kStepWide || !c.boxStep.count({c.valueKey[u], i}))) {
-            why = where(d) + "'" + g.values[static_cast<ValueId>(u)].name + "' covers the batch of '" +
-                  lin.tensor + "' without advancing with the micro-batch";
+            why = where(d) + "'" + valueName(u) + "' covers the batch of '" + lin.tensor +
+                  "' without advancing with the micro-batch";
             return false;
           }
         }
@@ -736,13 +782,19 @@ class MicroBatchFolder {
       lineage.emplace(to, std::move(moved));
       return true;
     };
-    for (const auto& [v, lin] : src.lineage) {
-      const size_t u = static_cast<size_t>(v);
-      if (keepValue[u] && !keep(newId[u], lin, u, c.valueMb[u])) return false;
-      if (c.valueMb[u] == from_)
-        for (int j : fill)
-          if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
-    }
+    auto keepAll = [&](auto& source) {  // the handed-over device's lineage, or the plan's (const)
+      for (auto& [v, lin] : source) {
+        const size_t u = static_cast<size_t>(v);
+        if (keepValue[u] &&
+            !keep(newId[u], movable(c.valueMb[u]) ? Lineage(std::move(lin)) : Lineage(lin), u, c.valueMb[u]))
+          return false;
+        if (c.valueMb[u] == from_)
+          for (int j : fill)
+            if (!keep(cloneId.at({j, v}), translated(c, c.valueKey[u], lin, j - from_), u, j)) return false;
+      }
+      return true;
+    };
+    if (!(own ? keepAll(own->lineage) : keepAll(src.lineage))) return false;
     if (carry && carried) {
       auto moveOps = [&](const std::set<std::pair<size_t, OpId>>& from,
                          std::set<std::pair<size_t, OpId>>& to) {
@@ -832,7 +884,7 @@ class MicroBatchFolder {
         p.devices.push_back(Device{src.rank, src.coord, {}, {}});
         continue;
       }
-      p.devices.push_back(src);
+      p.devices.push_back(given_ ? Device(std::move(given_->devices[d])) : Device(src));
     }
     return p;
   }
@@ -869,6 +921,7 @@ class MicroBatchFolder {
   }
 
   const Plan& plan_;
+  Plan* given_;  // plan_ when handed over (its device graphs and lineage are moved out), else null
   bool compact_;
   int from_;                     // the template pair of a compact plan: copies from_ and from_ + 1
   int point_;                    // the size point: 0 folds to the smallest count, 1 to the next
@@ -885,6 +938,10 @@ class MicroBatchFolder {
 
 FoldedPlan foldMicroBatches(const Plan& plan, int point, const FoldParameter* carry) {
   return MicroBatchFolder(plan, point, carry).run();
+}
+
+FoldedPlan foldMicroBatches(Plan&& plan, int point, const FoldParameter* carry) {
+  return MicroBatchFolder(plan, point, carry, &plan).run();
 }
 
 Plan expandMicroBatches(const Plan& plan) {

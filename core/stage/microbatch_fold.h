@@ -19,6 +19,9 @@ namespace paraproof::stage {
 // `point`: the size point (fold.h, kFoldPoints). `carry`: the replica fold's parameter in `plan`'s terms,
 // returned in the folded plan's as FoldedPlan::carried.
 FoldedPlan foldMicroBatches(const Plan& plan, int point = 0, const FoldParameter* carry = nullptr);
+// The same, taking `plan`'s device graphs and lineage instead of copying them (a plan the caller has no
+// further use for, such as a replica fold's): `plan` is left valid but unspecified, whatever the outcome.
+FoldedPlan foldMicroBatches(Plan&& plan, int point = 0, const FoldParameter* carry = nullptr);
 
 // The plan a compact one stands for, every implied copy written out; the plan itself when it states every
 // copy. Throws std::invalid_argument when the stated copies do not define their translates.

@@ -509,7 +509,10 @@ std::shared_ptr<Prepared> prepare(const Plan& given, const Options& opt, const S
   if (checked->microbatches && rep.errors.empty()) {
     try {
       if (opt.fold) {
-        mbFolded = stage::foldMicroBatches(*checked, at.copies, &folded.parameter);
+        // The replica fold's plan serves only as this fold's input: its graphs are taken, not copied.
+        mbFolded = checked == &folded.plan
+                       ? stage::foldMicroBatches(std::move(folded.plan), at.copies, &folded.parameter)
+                       : stage::foldMicroBatches(*checked, at.copies, &folded.parameter);
         if (!mbFolded.folded) rep.errors.push_back({"/microbatches", mbFolded.notes.front()});
       } else {
         expandedCopies = stage::expandMicroBatches(*checked);
