@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <future>
+#include <system_error>
 
 namespace paraproof {
 
@@ -12,7 +13,8 @@ namespace paraproof {
 inline std::atomic<bool> twoHalvesAllowed{true};
 
 // Calls f(begin, end) on [0, n/2) on this thread and on [n/2, n) on a second one when `large`, else f(0, n)
-// here. `f` must write only what its range owns. An exception of either half is rethrown once both ended.
+// here (also when no second thread can be started). `f` must write only what its range owns. An exception of
+// either half is rethrown once both ended.
 template <class F>
 void inTwoHalves(size_t n, bool large, F&& f) {
   if (!large || n < 2 || !twoHalvesAllowed) {
@@ -20,7 +22,13 @@ void inTwoHalves(size_t n, bool large, F&& f) {
     return;
   }
   const size_t mid = n / 2;
-  auto second = std::async(std::launch::async, [&] { f(mid, n); });
+  std::future<void> second;
+  try {
+    second = std::async(std::launch::async, [&] { f(mid, n); });
+  } catch (const std::system_error&) {  // no thread to be had (a thread or memory limit): one does both
+    f(size_t{0}, n);
+    return;
+  }
   try {
     f(size_t{0}, mid);
   } catch (...) {

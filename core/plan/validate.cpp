@@ -1,7 +1,6 @@
 #include "core/plan/validate.h"
 
-#include <future>
-
+#include "core/ir/halves.h"
 #include "core/plan/json_reader.h"
 #include "core/plan/validate_checks.h"
 
@@ -108,14 +107,10 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   }
   std::vector<Diagnostic> later;
   Report laterReport(source, later);
-  auto second = std::async(std::launch::async, [&] { partsAndCommunication(laterReport); });
-  try {
-    graphsAndLineage(r);
-  } catch (...) {
-    second.wait();  // it reads the plan and `later`: not past this frame
-    throw;
-  }
-  second.get();
+  inTwoHalves(2, true, [&](size_t begin, size_t end) {  // family 0 here, family 1 on a second thread
+    for (size_t family = begin; family < end; ++family)
+      family == 0 ? graphsAndLineage(r) : partsAndCommunication(laterReport);
+  });
   diags.insert(diags.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
   return diags;
 }
