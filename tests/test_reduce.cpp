@@ -56,6 +56,45 @@ class TestReduce : public QObject {
     QCOMPARE(stage::classCountsNeeded(p, stages[0], inClass), 3);
   }
 
+  void collectiveMembersSeeEachOthersCounts() {
+    // Condition D's dataflow iterates to a fixpoint across devices: rank 0's all-reduce must see what rank 1
+    // contributes though rank 1 comes later in the stage. Rank 1 adds sum(ones[4]), a count of the class
+    // (ones' axis), to rank 0's sum(y): rank 0's result carries t^0 and t^1, the logical sum(y) t^0 only,
+    // so two extents are needed. A single pass would give rank 0 its own operand's t^0 alone.
+    const Plan p = planFromJson(Json::parse(R"({
+      "format": "paraproof-plan", "version": 1, "name": "count-through-a-collective",
+      "mesh": {"axes": ["dp"], "shape": [2]},
+      "logical": {"inputs": [{"name": "y", "shape": [8], "dtype": "f32"}],
+                  "ops": [{"id": "s", "op": "sum", "inputs": ["y"], "outputs": ["out"]}],
+                  "outputs": ["out"]},
+      "devices": [
+        {"rank": 0, "coord": [0], "inputs": [{"name": "y", "shape": [8], "dtype": "f32"}],
+         "ops": [{"id": "s", "op": "sum", "inputs": ["y"], "outputs": ["ls"], "origin": "s"},
+                 {"id": "ar", "op": "all_reduce", "inputs": ["ls"], "outputs": ["out"],
+                  "attrs": {"group": [0, 1], "instance": "i", "reduce": "sum"}}],
+         "outputs": ["out"], "lineage": {"y": {"tensor": "y"}, "out": {"tensor": "out"}}},
+        {"rank": 1, "coord": [1], "inputs": [],
+         "ops": [{"id": "ones", "op": "constant", "inputs": [], "outputs": ["ones"],
+                  "attrs": {"shape": [4], "value": 1}},
+                 {"id": "cnt", "op": "sum", "inputs": ["ones"], "outputs": ["cnt"]},
+                 {"id": "ar", "op": "all_reduce", "inputs": ["cnt"], "outputs": ["junk"],
+                  "attrs": {"group": [0, 1], "instance": "i", "reduce": "sum"}}],
+         "outputs": [], "lineage": {}}]})"));
+    const std::vector<stage::Stage> stages = stage::cutStages(p);
+    const auto holds = [&](const stage::Stage& s) {
+      return std::any_of(s.deviceOps.begin(), s.deviceOps.end(),
+                         [](const stage::DeviceOp& d) { return d.device == 1; });
+    };
+    const auto it = std::find_if(stages.begin(), stages.end(), holds);
+    QVERIFY(it != stages.end());
+    QVERIFY(std::any_of(it->checked.begin(), it->checked.end(),
+                        [](const stage::DeviceValue& c) { return c.device == 0; }));
+    const stage::AxisPredicate inClass = [&](size_t g, ValueId v, int) {
+      return g == 2 && p.devices[1].graph.values[v].name == "ones";
+    };
+    QCOMPARE(stage::classCountsNeeded(p, *it, inClass), 2);
+  }
+
   void sendAndRecvScaleTogether() {
     // The split at 6 keeps the received axis at a factor of 2; the sent axis must follow it.
     stage::ReducedPlan r = stage::reducePlan(fixture("p2p-recv-split-uneven"));

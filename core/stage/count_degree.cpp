@@ -221,6 +221,10 @@ class Degree {
         c.key = inst;
       }
     }
+    // Without communication data flows only forward within each device, and the ops are in program order:
+    // one pass reaches the fixpoint (a second would find every op's inputs as the first left them).
+    const bool exchanges =
+        std::any_of(comm.begin(), comm.end(), [](const Comm& c) { return c.p2p || c.collective; });
     for (size_t pass = 0; pass <= stage_.deviceOps.size(); ++pass) {
       bool changed = false;
       for (size_t i = 0; i < stage_.deviceOps.size(); ++i) {
@@ -267,7 +271,7 @@ class Degree {
           changed = grow(device_[{d, op.outputs[k]}], accumulates ? summed(o) : o) || changed;
         }
       }
-      if (!changed) break;
+      if (!changed || !exchanges) break;
     }
   }
 
