@@ -2,7 +2,11 @@
 // the valid examples pass, so the checks do not cry wolf.
 #include <QtTest>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "core/models/zoo.h"
 #include "core/parallel/generate.h"
@@ -155,6 +159,48 @@ class TestValidation : public QObject {
     QVERIFY2(diags[1].where.find("plan.json:/devices/0/lineage/") == 0, diags[1].where.c_str());
     QVERIFY2(joined(diags).find("nowhere") != std::string::npos, joined(diags).c_str());
     QVERIFY(diags.back().message.find("nope") == std::string::npos);
+  }
+
+  // Value-part groups with a part missing everywhere: one diagnostic each, at the first device holding the
+  // group, in the order of (tensor name, box, parts), however the groups are stored.
+  void missingValuePartsAreReportedOnceEachInNameOrder() {
+    parallel::GenerateOptions o;
+    o.layers = 2;
+    o.compact = false;
+    Plan p =
+        parallel::generatePlan(*models::findModel("llama-micro"), parallel::parseParallel("dp=2,tp=2"), o);
+    QVERIFY(validatePlan(p).empty());
+    std::set<std::string> partial;  // logical tensors held as value parts
+    for (const Device& d : p.devices)
+      for (const auto& [v, l] : d.lineage)
+        if (l.parts > 1) partial.insert(l.tensor);
+    QVERIFY2(partial.size() >= 2, std::to_string(partial.size()).c_str());
+    // The last two by name lose every part but part 0 (every device now calls its piece part 0).
+    const std::string second = *std::prev(partial.end()), first = *std::prev(partial.end(), 2);
+    for (Device& d : p.devices)
+      for (auto& [v, l] : d.lineage)
+        if (l.tensor == first || l.tensor == second) l.part = 0;
+    // Expected: each group (tensor, box, parts) in that order, at the first device that holds it.
+    std::map<std::tuple<std::string, Box, int>, size_t> holder;
+    for (size_t i = 0; i < p.devices.size(); ++i)
+      for (const auto& [v, l] : p.devices[i].lineage)
+        if (l.parts > 1 && (l.tensor == first || l.tensor == second))
+          holder.emplace(std::tuple{l.tensor, l.box, l.parts}, i);
+    std::vector<Diagnostic> parts;
+    for (const Diagnostic& d : validatePlan(p, "plan.json"))
+      if (d.message.find("value parts of") == 0) parts.push_back(d);
+    QCOMPARE(parts.size(), holder.size());
+    size_t k = 0;
+    for (const auto& [group, device] : holder) {
+      const Diagnostic& d = parts[k++];
+      const std::string named = "value parts of '" + std::get<0>(group) + "' ";
+      QVERIFY2(d.message.find(named) == 0, d.message.c_str());
+      QVERIFY2(d.message.find("is missing on every device") != std::string::npos, d.message.c_str());
+      const std::string at = "plan.json:/devices/" + std::to_string(device) + "/lineage/";
+      QVERIFY2(d.where.find(at) == 0, (d.where + " expected at " + at).c_str());
+    }
+    QVERIFY(parts.front().message.find(first) != std::string::npos);
+    QVERIFY(parts.back().message.find(second) != std::string::npos);
   }
 
   void eachInvalidFixtureIsRejectedWithItsDiagnostic_data() { addFixtureRows(); }

@@ -42,15 +42,15 @@ const Value* logicalValue(const Plan& plan, const std::string& name) {
   return v == kNone ? nullptr : &plan.logical.values[v];
 }
 
-bool lineageWellFormed(const Plan& plan, const Lineage& l) {
+const Value* lineageTensor(const Plan& plan, const Lineage& l) {
   const Value* t = logicalValue(plan, l.tensor);
   if (!t || l.box.ranges.size() != t->type.shape.size() || l.parts < 1 || l.part < 0 || l.part >= l.parts)
-    return false;
+    return nullptr;
   for (size_t k = 0; k < l.box.ranges.size(); ++k) {
     auto [a, b] = l.box.ranges[k];
-    if (a < 0 || b > t->type.shape[k] || a >= b) return false;
+    if (a < 0 || b > t->type.shape[k] || a >= b) return nullptr;
   }
-  return true;
+  return t;
 }
 
 bool isCollectiveOp(const Op& op) {
@@ -85,16 +85,17 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   std::vector<Diagnostic> diags;
   Report r(source, diags);
   const bool ranksUnique = checkMesh(plan, r);
-  // Two families of checks that only read the plan: on a large plan (a folded frontier plan, validated after
-  // each fold and each reduction) they run on two threads; the diagnostics keep the order of a serial run.
+  // Two families of checks that only read the plan, of about equal cost on a frontier plan: on a large plan
+  // (a folded frontier plan, validated after each fold and each reduction) they run on two threads; the
+  // diagnostics keep the order of a serial run.
   auto graphsAndLineage = [&](Report& out) {
     checkLogicalGraph(plan, out);
     checkAttributes(plan, out);
     checkLineage(plan, out);
     checkDeviceInputs(plan, out);
-  };
-  auto partsAndCommunication = [&](Report& out) {
     checkValueParts(plan, out);
+  };
+  auto communication = [&](Report& out) {
     // A hang is only meaningful once every call has a well-defined partner.
     if (checkCommunication(plan, out) && ranksUnique) checkCommunicationOrder(plan, out);
     checkCoverage(plan, out);
@@ -102,14 +103,14 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   };
   if (!largePlan(plan)) {
     graphsAndLineage(r);
-    partsAndCommunication(r);
+    communication(r);
     return diags;
   }
   std::vector<Diagnostic> later;
   Report laterReport(source, later);
   inTwoHalves(2, true, [&](size_t begin, size_t end) {  // family 0 here, family 1 on a second thread
     for (size_t family = begin; family < end; ++family)
-      family == 0 ? graphsAndLineage(r) : partsAndCommunication(laterReport);
+      family == 0 ? graphsAndLineage(r) : communication(laterReport);
   });
   diags.insert(diags.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
   return diags;

@@ -29,8 +29,12 @@ std::string boxString(const Box& b);  // "[0,2)x[0,4)"
 
 // Logical tensor by name, or null.
 const Value* logicalValue(const Plan& plan, const std::string& name);
-// True when the lineage names a logical tensor and its box has the right rank, is in bounds and non-empty.
-bool lineageWellFormed(const Plan& plan, const Lineage& l);
+// The logical tensor the lineage names when its box has the right rank, is in bounds and non-empty; else
+// null.
+const Value* lineageTensor(const Plan& plan, const Lineage& l);
+inline bool lineageWellFormed(const Plan& plan, const Lineage& l) {
+  return lineageTensor(plan, l) != nullptr;
+}
 
 // A collective op (the shape op "broadcast" shares its name with the collective; the latter has an instance).
 bool isCollectiveOp(const Op& op);

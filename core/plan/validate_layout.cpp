@@ -1,6 +1,8 @@
 // Mesh and ranks, lineage well-formedness, the initial distribution, and value-part groups.
+#include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/plan/validate_checks.h"
@@ -131,31 +133,56 @@ void checkDeviceInputs(const Plan& plan, Report& r) {
 }
 
 void checkValueParts(const Plan& plan, Report& r) {
+  // Grouped by (logical tensor, box, parts), the plan's own boxes referred to, not copied: a frontier plan
+  // has a value-part lineage on most devices' partial sums.
+  struct Key {
+    const Value* tensor;
+    const Box* box;
+    int parts;
+    bool operator==(const Key& o) const { return tensor == o.tensor && parts == o.parts && *box == *o.box; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = std::hash<const void*>{}(k.tensor) ^ (static_cast<size_t>(k.parts) << 1);
+      for (const auto& [lo, hi] : k.box->ranges)
+        h = h * 1000003u ^ static_cast<size_t>(lo) * 31u ^ static_cast<size_t>(hi);
+      return h;
+    }
+  };
   struct Group {
     std::set<int> present;
-    std::string firstAt;
+    size_t device = 0;
+    ValueId value = kNone;  // where the group is first met
   };
-  std::map<std::tuple<std::string, Box, int>, Group> groups;
+  std::unordered_map<Key, Group, KeyHash> groups;
   for (size_t i = 0; i < plan.devices.size(); ++i)
     for (const auto& [v, l] : plan.devices[i].lineage) {
-      if (l.parts <= 1 || !lineageWellFormed(plan, l)) continue;
-      Group& g = groups[{l.tensor, l.box, l.parts}];
-      if (g.firstAt.empty()) g.firstAt = lineagePtr(plan, i, v);
-      g.present.insert(l.part);
+      const Value* t = l.parts > 1 ? lineageTensor(plan, l) : nullptr;
+      if (!t) continue;
+      auto [g, fresh] = groups.try_emplace(Key{t, &l.box, l.parts}, Group{{}, i, v});
+      g->second.present.insert(l.part);
     }
-  for (const auto& [key, g] : groups) {
-    const auto& [tensor, box, parts] = key;
+  // Reported in the order of (tensor name, box, parts).
+  std::vector<std::pair<const Key*, const Group*>> incomplete;
+  for (const auto& [key, g] : groups)
+    if (g.present.size() < static_cast<size_t>(key.parts)) incomplete.push_back({&key, &g});
+  std::sort(incomplete.begin(), incomplete.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first->tensor->name, *a.first->box, a.first->parts) <
+           std::tie(b.first->tensor->name, *b.first->box, b.first->parts);
+  });
+  for (const auto& [key, g] : incomplete) {
     std::string missing;
     int count = 0;
-    for (int p = 0; p < parts; ++p)
-      if (!g.present.count(p)) {
+    for (int p = 0; p < key->parts; ++p)
+      if (!g->present.count(p)) {
         if (++count <= 8) missing += (missing.empty() ? "" : ", ") + std::to_string(p);
       }
-    if (count == 0) continue;
     if (count > 8) missing += ", ...";
-    r.add(g.firstAt, "value parts of '" + tensor + "' " + boxString(box) + " (" + std::to_string(parts) +
-                         " parts): part" + (count > 1 ? "s " : " ") + missing + (count > 1 ? " are" : " is") +
-                         " missing on every device, so the parts cannot sum to the logical value");
+    r.add(lineagePtr(plan, g->device, g->value),
+          "value parts of '" + key->tensor->name + "' " + boxString(*key->box) + " (" +
+              std::to_string(key->parts) + " parts): part" + (count > 1 ? "s " : " ") + missing +
+              (count > 1 ? " are" : " is") +
+              " missing on every device, so the parts cannot sum to the logical value");
   }
 }
 

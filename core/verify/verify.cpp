@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "core/ir/halves.h"
 #include "core/plan/state_contract.h"
 #include "core/plan/validate.h"
 #include "core/solver/engine.h"
@@ -584,7 +585,7 @@ class PointRun {
 
   Report run() {
     if (!foldAndValidate()) return decided();  // "Replica fold", "Micro-batch fold", "The theorem" (4)
-    reduce();                                  // "Shape reduction"
+    reduceAndCut();                            // "Shape reduction", "Reduction keeps the cut"
     if (!cut()) return decided();              // "Stages"; "Size points": condition D for the folds
     dedup();                                   // "Canonical stages": signatures, the cache of points
     conditionDForReduction();                  // "Size points": condition D for reduction
@@ -658,6 +659,26 @@ class PointRun {
     return true;
   }
 
+  // Reduction keeps the cut (docs/soundness.md): the stages of the reduced plan are those of the plan it
+  // reduces, so the first reduction cuts that plan on a second thread while it reduces it. The second
+  // reduction takes the first's stages.
+  bool sameCut() const { return at.shapes == 1 && first && first->stages && first->described; }
+
+  void reduceAndCut() {
+    inTwoHalves(2, !sameCut() && largePlan(input()), [&](size_t begin, size_t end) {
+      for (size_t task = begin; task < end; ++task)
+        if (task == 0)
+          reduce();
+        else if (!sameCut())
+          stages = stage::cutStages(input());
+    });
+    phase("reduce");
+    for (auto& n : reduced.notes)
+      rep.notes.push_back(n);
+    rep.notes.push_back(
+        "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
+  }
+
   void reduce() {
     // The axes the folds scaled keep their extents: the fold's two points must stay apart after reduction.
     std::vector<std::pair<ValueId, int>> foldScaled;
@@ -672,11 +693,6 @@ class PointRun {
       reduced.plan = input();
       reduced.notes.push_back("shape reduction disabled: checking at full size");
     }
-    phase("reduce");
-    for (auto& n : reduced.notes)
-      rep.notes.push_back(n);
-    rep.notes.push_back(
-        "equivalence is over the reals: floating-point rounding and reassociation are out of scope");
   }
 
   // The second reduction checks only the stages a second extent serves (and a held stage); the others were
@@ -691,8 +707,8 @@ class PointRun {
   bool cut() {
     // Reduction keeps the cut (docs/soundness.md): the second reduction reduces the first's plan, so it has
     // the first's stages; the first's cut and descriptions serve it.
-    const bool sameCut = at.shapes == 1 && first && first->stages && first->described;
-    stages = sameCut ? *first->stages : stage::cutStages(work());
+    const bool sameCut = this->sameCut();
+    if (sameCut) stages = *first->stages;
     std::vector<size_t> here;
     for (size_t i = 0; i < stages.size(); ++i)
       if (checkedHere(i)) here.push_back(i);
