@@ -16,8 +16,9 @@ namespace {
 // fewer stages equal, never two different stages equal.
 class Signer {
  public:
-  Signer(const Plan& plan, const Stage& stage, const IntDomains& domains)
-      : plan_(plan), stage_(stage), domains_(domains) {
+  Signer(const Plan& plan, const Stage& stage, const IntDomains& domains,
+         const std::vector<const FoldIndex*>& folds = {})
+      : plan_(plan), stage_(stage), domains_(domains), folds_(folds) {
     std::vector<int> devs;
     for (const DeviceOp& d : stage.deviceOps)
       devs.push_back(d.device);
@@ -32,6 +33,35 @@ class Signer {
     }
     for (const DeviceOp& d : stage.deviceOps)
       inStage_.insert(d);
+  }
+
+  // The signature, then each fold parameter's marks on the values and ops it visited, in their local order
+  // (after the traversal, so that every logical value has its final local number).
+  MarkedSignature marked() {
+    MarkedSignature out{run(), {}};
+    std::vector<ValueId> logical(logical_.size());
+    for (const auto& [v, local] : logical_)
+      logical[static_cast<size_t>(local)] = v;
+    std::vector<std::pair<int, ValueId>> device(deviceValues_.size());
+    for (const auto& [dv, local] : deviceValues_)
+      device[static_cast<size_t>(local)] = dv;
+    for (const FoldIndex* fold : folds_) {
+      Digest m;
+      for (ValueId v : logical)  // which axes scale with the count
+        for (size_t a = 0; a < plan_.logical.values[v].type.shape.size(); ++a)
+          m.mix(uint64_t{fold->logicalAxis(v, static_cast<int>(a))});
+      for (const auto& [d, v] : device) {  // which values are a member's own, and of which logical tensor
+        const bool varying = fold->varying(static_cast<size_t>(d), v);
+        m.mix(uint64_t{varying});
+        if (varying) m.mix(lineageTensor(d, v));
+      }
+      for (const DeviceOp& dop : stage_.deviceOps) {  // which ops sum or average over the members
+        const size_t d = static_cast<size_t>(dop.device);
+        m.mix(uint64_t{fold->sums(d, dop.op)} | uint64_t{fold->averages(d, dop.op)} << 1);
+      }
+      out.marks.push_back(m.hex());
+    }
+    return out;
   }
 
   std::string run() {
@@ -122,6 +152,18 @@ class Signer {
     d_.mix(static_cast<uint64_t>(lin.parts));
   }
 
+  // The logical tensor of a device value's lineage, as condition D reads it: it sums a varying operand's
+  // tensor over the members, which matters only where the stage reads that tensor (then it has a local
+  // number); 0: no lineage, 1: a tensor the stage does not read.
+  uint64_t lineageTensor(int device, ValueId v) const {
+    const Device& dev = plan_.devices[static_cast<size_t>(device)];
+    const auto lin = dev.lineage.find(v);
+    if (lin == dev.lineage.end()) return 0;
+    const ValueId lv = plan_.logical.findValue(lin->second.tensor);
+    const auto local = lv == kNone ? logical_.end() : logical_.find(lv);
+    return local == logical_.end() ? 1 : 2 + static_cast<uint64_t>(local->second);
+  }
+
   // A device value: produced earlier in the stage, or a stage input fixed by its lineage.
   void deviceRef(int device, ValueId v) {
     auto it = deviceValues_.find({device, v});
@@ -174,6 +216,7 @@ class Signer {
   const Plan& plan_;
   const Stage& stage_;
   const IntDomains& domains_;
+  const std::vector<const FoldIndex*> folds_;
   Digest d_;
   std::map<int, int> localDevice_;
   std::map<int64_t, int> localRank_;
@@ -187,6 +230,11 @@ class Signer {
 
 std::string stageSignature(const Plan& plan, const Stage& stage, const IntDomains& domains) {
   return Signer(plan, stage, domains).run();
+}
+
+MarkedSignature markedSignature(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                                const std::vector<const FoldIndex*>& folds) {
+  return Signer(plan, stage, domains, folds).marked();
 }
 
 }  // namespace paraproof::stage

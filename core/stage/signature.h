@@ -8,8 +8,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/plan/plan.h"
+#include "core/stage/count_degree.h"
 #include "core/stage/int_domains.h"
 #include "core/stage/stage.h"
 
@@ -17,5 +19,17 @@ namespace paraproof::stage {
 
 // A 128-bit digest (32 hex characters).
 std::string stageSignature(const Plan& plan, const Stage& stage, const IntDomains& domains);
+
+// The signature with, for each fold parameter, a digest of its marks (scaled logical axes, varying device
+// values, summing and averaging collectives) on everything the signature visits, in its order. Condition D
+// (count_degree.h) reads exactly the signed structure and those marks, so stages with equal `plain` and equal
+// `marks[k]` need the same number of counts of parameter k, and one `countsNeeded` serves them all
+// (docs/soundness.md, "Size points").
+struct MarkedSignature {
+  std::string plain;               // stageSignature
+  std::vector<std::string> marks;  // by fold parameter
+};
+MarkedSignature markedSignature(const Plan& plan, const Stage& stage, const IntDomains& domains,
+                                const std::vector<const FoldIndex*>& folds);
 
 }  // namespace paraproof::stage

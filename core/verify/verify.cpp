@@ -614,6 +614,7 @@ class PointRun {
   std::vector<int> toCheck;                            // signature owners, in stage order
   std::map<int, std::vector<int>> sameSigners;         // owner -> later stages with its signature
   std::vector<std::string> sigs;                       // by stage, when deduplicating
+  bool signedInCut = false;                            // `sigs` computed with condition D's fold marks
   std::vector<std::pair<int, StageResult>> fromCache;  // owners proved at an earlier size point
   std::vector<std::string> severalClasses;             // by stage: why condition D wants full size
   std::vector<bool> done;
@@ -712,18 +713,25 @@ class PointRun {
     std::vector<size_t> here;
     for (size_t i = 0; i < stages.size(); ++i)
       if (checkedHere(i)) here.push_back(i);
+    domains = stage::intDomains(work());
     // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
     // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
     if (opt.fold) {
       const stage::FoldParameter& replicas = mbFolded().folded ? mbFolded().carried : folded().parameter;
       using Parameter = std::pair<const stage::FoldParameter*, const char*>;
-      for (const auto& [t, what] :
-           {Parameter{&replicas, "replica"}, Parameter{&mbFolded().parameter, "micro-batch"}}) {
-        if (t->empty()) continue;
-        std::vector<int> need(stages.size(), 1);
-        const stage::FoldIndex index(*t);  // built once: every stage looks its ops and values up in it
-        parallelFor(here.size(), opt.jobs,
-                    [&](size_t k) { need[here[k]] = stage::countsNeeded(work(), stages[here[k]], index); });
+      std::vector<Parameter> parameters;
+      for (const Parameter& p :
+           {Parameter{&replicas, "replica"}, Parameter{&mbFolded().parameter, "micro-batch"}})
+        if (!p.first->empty()) parameters.push_back(p);
+      std::vector<stage::FoldIndex> indices;  // built once: every stage looks its ops and values up in them
+      indices.reserve(parameters.size());
+      std::vector<const stage::FoldIndex*> folds;
+      for (const auto& [t, what] : parameters)
+        folds.push_back(&indices.emplace_back(*t));
+      const std::vector<std::vector<int>> counts = foldCountsNeeded(here, folds);
+      for (size_t k = 0; k < parameters.size(); ++k) {
+        const auto& [t, what] = parameters[k];
+        const std::vector<int>& need = counts[k];
         const auto worst = std::max_element(need.begin(), need.end());
         if (worst == need.end()) continue;
         (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
@@ -739,7 +747,6 @@ class PointRun {
         return false;
       }
     }
-    domains = stage::intDomains(work());
     const size_t described = rep.stages.size();
     if (sameCut) {
       rep.stages.insert(rep.stages.end(), first->described->begin(), first->described->end());
@@ -762,14 +769,52 @@ class PointRun {
     return true;
   }
 
+  // Condition D's count of each fold parameter (`folds`), by stage (1 where not checked here). Stages whose
+  // signatures and fold marks are equal need the same counts (signature.h, `markedSignature`): one of each is
+  // analysed. The signatures then serve deduplication.
+  std::vector<std::vector<int>> foldCountsNeeded(const std::vector<size_t>& here,
+                                                 const std::vector<const stage::FoldIndex*>& folds) {
+    std::vector<std::vector<int>> need(folds.size(), std::vector<int>(stages.size(), 1));
+    std::vector<stage::MarkedSignature> marked(opt.dedupStages ? stages.size() : 0);
+    if (opt.dedupStages) {
+      parallelFor(here.size(), opt.jobs, [&](size_t j) {
+        marked[here[j]] = stage::markedSignature(work(), stages[here[j]], domains, folds);
+      });
+      sigs.assign(stages.size(), {});
+      for (size_t i : here)
+        sigs[i] = marked[i].plain;
+      signedInCut = true;
+    }
+    for (size_t k = 0; k < folds.size(); ++k) {
+      std::vector<size_t> owners;                  // the stages analysed
+      std::vector<size_t> ownerOf(stages.size());  // by stage: the stage whose count it takes
+      std::unordered_map<std::string, size_t> firstWith;
+      for (size_t i : here) {
+        const auto [it, fresh] = opt.dedupStages ? firstWith.emplace(marked[i].plain + marked[i].marks[k], i)
+                                                 : std::pair{firstWith.end(), true};
+        if (fresh) owners.push_back(i);
+        ownerOf[i] = fresh ? i : it->second;
+      }
+      parallelFor(owners.size(), opt.jobs, [&](size_t j) {
+        need[k][owners[j]] = stage::countsNeeded(work(), stages[owners[j]], *folds[k]);
+      });
+      for (size_t i : here)
+        need[k][i] = need[k][ownerOf[i]];
+    }
+    return need;
+  }
+
   void dedup() {
     // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
-    // and checked; the others take its result when it finishes.
-    sigs.assign(opt.dedupStages ? stages.size() : 0, {});
-    if (opt.dedupStages)
-      parallelFor(stages.size(), opt.jobs, [&](size_t i) {
-        if (checkedHere(i)) sigs[i] = stage::stageSignature(work(), stages[i], domains);
-      });
+    // and checked; the others take its result when it finishes. (Signed already where condition D for the
+    // folds ran.)
+    if (!signedInCut) {
+      sigs.assign(opt.dedupStages ? stages.size() : 0, {});
+      if (opt.dedupStages)
+        parallelFor(stages.size(), opt.jobs, [&](size_t i) {
+          if (checkedHere(i)) sigs[i] = stage::stageSignature(work(), stages[i], domains);
+        });
+    }
     std::unordered_map<std::string, int> firstWith;
     for (size_t i = 0; i < stages.size(); ++i) {
       if (!checkedHere(i)) {
