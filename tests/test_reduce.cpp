@@ -147,7 +147,8 @@ class TestReduce : public QObject {
   }
 
   // A plan of 20,000 ops or more is copied, folded and reduced with its devices on two threads
-  // (core/ir/halves.h): what they build is what one thread builds, byte for byte and parameter for parameter.
+  // (core/ir/halves.h): what they build is what one thread builds, byte for byte and parameter for parameter
+  // (the replica fold moves its kept devices in two halves too).
   void twoThreadsBuildWhatOneBuilds() {
     parallel::GenerateOptions o;
     o.layers = 32;
@@ -164,7 +165,9 @@ class TestReduce : public QObject {
       everyStepLarge = everyStepLarge && largePlan(replicas.plan) && largePlan(copies.plan);
       const stage::FoldParameter& t = copies.parameter;
       const stage::FoldParameter& c = copies.carried;
+      const stage::FoldParameter& r = replicas.parameter;
       return std::tuple{replicas.folded && copies.folded && reduced.reduced,
+                        std::tuple{r.logicalAxes, r.sums, r.averages, r.varying, replicas.originalRank},
                         planToJson(copyPlan(plan)).dump(),
                         planToJson(replicas.plan).dump(),
                         planToJson(copies.plan).dump(),
@@ -175,9 +178,10 @@ class TestReduce : public QObject {
     const auto two = build(true), one = build(false);
     QVERIFY(everyStepLarge);
     QVERIFY(std::get<0>(two));
-    QVERIFY(std::get<1>(two) == planToJson(plan).dump());
-    QVERIFY(!std::get<1>(std::get<5>(two)).empty());  // accumulation chains over the copies
-    QVERIFY(!std::get<1>(std::get<6>(two)).empty());  // the replica fold's sums, carried
+    QVERIFY(std::get<2>(two) == planToJson(plan).dump());
+    QVERIFY(!std::get<1>(std::get<1>(two)).empty());  // the replica fold's sums
+    QVERIFY(!std::get<1>(std::get<6>(two)).empty());  // accumulation chains over the copies
+    QVERIFY(!std::get<1>(std::get<7>(two)).empty());  // the replica fold's sums, carried
     QVERIFY(two == one);
   }
 

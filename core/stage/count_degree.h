@@ -26,6 +26,13 @@ struct FoldParameter {
   std::set<std::pair<size_t, OpId>> averages;     // ... and divide by their number
   std::set<std::pair<size_t, ValueId>> varying;   // device values that are the member's or copy's own
   bool empty() const { return logicalAxes.empty() && sums.empty() && averages.empty(); }
+  // Takes `from`'s entries (a fold's halves, built on two threads).
+  void merge(FoldParameter& from) {
+    logicalAxes.merge(from.logicalAxes);
+    sums.merge(from.sums);
+    averages.merge(from.averages);
+    varying.merge(from.varying);
+  }
 };
 
 // A FoldParameter's sets as flat per-device bitmaps and a hash set: the same membership in O(1), without a

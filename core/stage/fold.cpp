@@ -462,15 +462,104 @@ class Folder {
 
   // The folded plan: the kept replicas at positions 0..m-1 of the axis, each moved there by its line's
   // steps; ranks renumbered in their original order; line groups shrunk to the kept replicas.
+  // A kept device and the line it was taken from.
+  struct Source {
+    Device dev;
+    const Line* line = nullptr;
+  };
+
+  // A kept device moved to its place in the folded plan (device `index`, in rank order): ranks renumbered,
+  // groups over whole lines shrunk to their kept members, lineage boxes and parts moved with the replica; the
+  // sums, averages and varying values it holds recorded in `t`. Writes only `c` and `t`.
+  bool moveDevice(Source& c, size_t index, const std::map<int64_t, int64_t>& pos,
+                  const std::map<int64_t, int64_t>& newRank, int64_t m, const Graph& scaledLogical,
+                  FoldParameter& t, std::string& why) const {
+    const struct {
+      int rank;
+      std::vector<int64_t> coord;
+    } src{c.dev.rank, c.dev.coord};  // where the device was (not a copy of its graph)
+    const Line& line = *c.line;
+    const int64_t k = src.coord[a_], to = pos.at(k);
+    Device& dev = c.dev;
+    dev.rank = static_cast<int>(newRank.at(src.rank));
+    dev.coord[a_] = to;
+    auto mapRank = [&](const Json& r) -> std::optional<Json> {
+      if (!r.is_number_integer()) return r;
+      std::optional<Coord> c = coordOf(r.get<int64_t>());
+      if (!c || !pos.count((*c)[a_])) return std::nullopt;
+      return Json(newRank.at(r.get<int64_t>()));
+    };
+    for (size_t o = 0; o < dev.graph.ops.size(); ++o) {  // sums over the replicas (count_degree.h)
+      const Op& op = dev.graph.ops[o];
+      auto grp = op.attrs.find("group");
+      if (grp == op.attrs.end() || kindOf(*grp, src.coord) != RankKind::Lines) continue;
+      const std::string reduce = op.attrs.value("reduce", "");
+      if (reduce == "sum") t.sums.insert({index, static_cast<OpId>(o)});
+      if (reduce == "avg") t.averages.insert({index, static_cast<OpId>(o)});
+    }
+    for (const auto& [v, lin] : dev.lineage) {
+      bool moves = line.steps.part.count(v) > 0;
+      for (size_t i = 0; i < lin.box.ranges.size(); ++i)
+        moves = moves || line.steps.box.count({v, i}) > 0;
+      if (moves) t.varying.insert({index, v});
+    }
+    for (Op& op : dev.graph.ops) {
+      const auto items = op.attrs.items();
+      if (std::none_of(items.begin(), items.end(), [](const auto& i) { return isRankKey(i.key()); }))
+        continue;
+      // A new object, not an edit in place: devices are moved on two threads, and their ops share objects.
+      Json edited = op.attrs.json();
+      for (auto& [key, value] : edited.items()) {
+        if (!isRankKey(key)) continue;
+        if (kindOf(value, src.coord) == RankKind::Lines) {
+          Json shrunk = Json::array();
+          for (const Json& r : value)
+            if (pos.count((*coordOf(r.get<int64_t>()))[a_])) shrunk.push_back(newRank.at(r.get<int64_t>()));
+          value = shrunk;
+          continue;
+        }
+        Json mapped = value.is_array() ? Json::array() : Json();
+        for (const Json& r : value.is_array() ? value : Json::array({value})) {
+          std::optional<Json> nr = mapRank(r);
+          if (!nr) {
+            why = "rank " + std::to_string(src.rank) + " op '" + op.id + "' names a replica that is not kept";
+            return false;
+          }
+          if (value.is_array())
+            mapped.push_back(*nr);
+          else
+            mapped = *nr;
+        }
+        value = mapped;
+      }
+      op.attrs = std::move(edited);
+    }
+    for (auto& [v, lin] : dev.lineage) {
+      // A box on a folded dimension must move with its replica: a fixed box (the first quarter of the
+      // batch on every replica) would stand for another part of the scaled batch than at full size.
+      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      for (size_t i = 0; lv != kNone && i < lin.box.ranges.size(); ++i)
+        if (plan_.logical.values[lv].type.shape.at(i) != scaledLogical.values[lv].type.shape.at(i) &&
+            !line.steps.box.count({v, i})) {
+          why = "rank " + std::to_string(src.rank) + " '" + dev.graph.values[v].name + "' has a box on dim " +
+                std::to_string(i) + " of '" + lin.tensor + "' that does not move with the replica";
+          return false;
+        }
+      moveBoxes(v, lin, line, to - k);
+      auto ps = line.steps.part.find(v);
+      if (ps != line.steps.part.end() && lin.parts == n_ * ps->second) {
+        lin.part += static_cast<int>((to - k) * ps->second);
+        lin.parts = static_cast<int>(m * ps->second);
+      }
+    }
+    return true;
+  }
+
   bool build(FoldedPlan& out, const std::set<int64_t>& kept, Graph logical, std::string& why) {
     const int64_t m = static_cast<int64_t>(kept.size());
     std::map<int64_t, int64_t> pos;
     for (int64_t k : kept)
       pos.emplace(k, static_cast<int64_t>(pos.size()));
-    struct Source {
-      Device dev;
-      const Line* line = nullptr;
-    };
     std::vector<std::pair<const Line*, int64_t>> picks;  // (line, kept coordinate)
     for (const Line& l : lines_)
       for (int64_t k : kept)
@@ -497,89 +586,30 @@ class Folder {
     p.logical = std::move(logical);
     p.state = plan_.state;
     p.metadata = plan_.metadata;
-    out.originalRank.clear();
-    for (Source& c : chosen) {
-      const struct {
-        int rank;
-        std::vector<int64_t> coord;
-      } src{c.dev.rank, c.dev.coord};  // where the device was (not a copy of its graph)
-      const Line& line = *c.line;
-      const int64_t k = src.coord[a_], to = pos.at(k);
-      Device& dev = c.dev;
-      dev.rank = static_cast<int>(newRank.at(src.rank));
-      dev.coord[a_] = to;
-      auto mapRank = [&](const Json& r) -> std::optional<Json> {
-        if (!r.is_number_integer()) return r;
-        std::optional<Coord> c = coordOf(r.get<int64_t>());
-        if (!c || !pos.count((*c)[a_])) return std::nullopt;
-        return Json(newRank.at(r.get<int64_t>()));
-      };
-      const size_t index = p.devices.size();
-      for (size_t o = 0; o < dev.graph.ops.size(); ++o) {  // sums over the replicas (count_degree.h)
-        const Op& op = dev.graph.ops[o];
-        auto grp = op.attrs.find("group");
-        if (grp == op.attrs.end() || kindOf(*grp, src.coord) != RankKind::Lines) continue;
-        const std::string reduce = op.attrs.value("reduce", "");
-        if (reduce == "sum") out.parameter.sums.insert({index, static_cast<OpId>(o)});
-        if (reduce == "avg") out.parameter.averages.insert({index, static_cast<OpId>(o)});
+    // Each kept device is edited on its own (two halves on a large plan, each with its own parameter sets and
+    // first failure), then the devices go into the plan in rank order.
+    struct Half {
+      FoldParameter t;
+      std::string why;
+    };
+    Half halves[2];
+    out.originalRank.assign(chosen.size(), 0);
+    inTwoHalves(chosen.size(), largePlan(plan_), [&](size_t begin, size_t end) {
+      Half& h = halves[begin == 0 ? 0 : 1];
+      for (size_t index = begin; index < end; ++index) {
+        out.originalRank[index] = chosen[index].dev.rank;
+        if (!moveDevice(chosen[index], index, pos, newRank, m, p.logical, h.t, h.why)) return;
       }
-      for (const auto& [v, lin] : dev.lineage) {
-        bool moves = line.steps.part.count(v) > 0;
-        for (size_t i = 0; i < lin.box.ranges.size(); ++i)
-          moves = moves || line.steps.box.count({v, i}) > 0;
-        if (moves) out.parameter.varying.insert({index, v});
+    });
+    for (Half& h : halves) {
+      if (!h.why.empty()) {
+        why = h.why;
+        return false;
       }
-      for (Op& op : dev.graph.ops) {
-        const auto items = op.attrs.items();
-        if (std::none_of(items.begin(), items.end(), [](const auto& i) { return isRankKey(i.key()); }))
-          continue;
-        for (auto& [key, value] : op.attrs.edit().items()) {
-          if (!isRankKey(key)) continue;
-          if (kindOf(value, src.coord) == RankKind::Lines) {
-            Json shrunk = Json::array();
-            for (const Json& r : value)
-              if (pos.count((*coordOf(r.get<int64_t>()))[a_])) shrunk.push_back(newRank.at(r.get<int64_t>()));
-            value = shrunk;
-            continue;
-          }
-          Json mapped = value.is_array() ? Json::array() : Json();
-          for (const Json& r : value.is_array() ? value : Json::array({value})) {
-            std::optional<Json> nr = mapRank(r);
-            if (!nr) {
-              why =
-                  "rank " + std::to_string(src.rank) + " op '" + op.id + "' names a replica that is not kept";
-              return false;
-            }
-            if (value.is_array())
-              mapped.push_back(*nr);
-            else
-              mapped = *nr;
-          }
-          value = mapped;
-        }
-      }
-      for (auto& [v, lin] : dev.lineage) {
-        // A box on a folded dimension must move with its replica: a fixed box (the first quarter of the
-        // batch on every replica) would stand for another part of the scaled batch than at full size.
-        const ValueId lv = plan_.logical.findValue(lin.tensor);
-        for (size_t i = 0; lv != kNone && i < lin.box.ranges.size(); ++i)
-          if (plan_.logical.values[lv].type.shape.at(i) != p.logical.values[lv].type.shape.at(i) &&
-              !line.steps.box.count({v, i})) {
-            why = "rank " + std::to_string(src.rank) + " '" + dev.graph.values[v].name +
-                  "' has a box on dim " + std::to_string(i) + " of '" + lin.tensor +
-                  "' that does not move with the replica";
-            return false;
-          }
-        moveBoxes(v, lin, line, to - k);
-        auto ps = line.steps.part.find(v);
-        if (ps != line.steps.part.end() && lin.parts == n_ * ps->second) {
-          lin.part += static_cast<int>((to - k) * ps->second);
-          lin.parts = static_cast<int>(m * ps->second);
-        }
-      }
-      out.originalRank.push_back(src.rank);
-      p.devices.push_back(std::move(dev));
+      out.parameter.merge(h.t);
     }
+    for (Source& c : chosen)
+      p.devices.push_back(std::move(c.dev));
     // The folded plan is a plan in its own right; a fold that breaks it is not applied. With compact
     // micro-batches still to be folded it is not whole yet: the verifier validates it after that fold.
     out.validated = !p.microbatches;

@@ -618,13 +618,6 @@ class MicroBatchFolder {
     bool fold;
   };
 
-  static void merge(FoldParameter& into, FoldParameter& from) {
-    into.logicalAxes.merge(from.logicalAxes);
-    into.sums.merge(from.sums);
-    into.averages.merge(from.averages);
-    into.varying.merge(from.varying);
-  }
-
   // withCopies on device d of `p` (its copies rebuilt from plan_'s device d), writing only that device and
   // what `t` and `carried` receive for it.
   bool copyDevice(Plan& p, size_t d, const CopyLayout& layout, FoldParameter* t, const FoldParameter* carry,
@@ -852,8 +845,8 @@ class MicroBatchFolder {
         why = h.why;
         return false;
       }
-      if (t) merge(*t, h.t);
-      if (carried) merge(*carried, h.carried);
+      if (t) t->merge(h.t);
+      if (carried) carried->merge(h.carried);
     }
     if (carry && carried) {  // devices without copies keep their graphs
       carried->logicalAxes = carry->logicalAxes;
