@@ -80,7 +80,11 @@ std::vector<int> commGroup(const Op& op) {
 
 }  // namespace validation
 
-std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source) {
+namespace {
+
+// `sizeDependentOnly`: only the checks that read extents, index-valued attributes or box ends
+// (validateReducedPlan).
+std::vector<Diagnostic> validate(const Plan& plan, const std::string& source, bool sizeDependentOnly) {
   using namespace validation;
   std::vector<Diagnostic> diags;
   Report r(source, diags);
@@ -93,11 +97,12 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
     checkAttributes(plan, out);
     checkLineage(plan, out);
     checkDeviceInputs(plan, out);
-    checkValueParts(plan, out);
+    if (!sizeDependentOnly) checkValueParts(plan, out);
   };
   auto communication = [&](Report& out) {
     // A hang is only meaningful once every call has a well-defined partner.
-    if (checkCommunication(plan, out) && ranksUnique) checkCommunicationOrder(plan, out);
+    if (checkCommunication(plan, out) && ranksUnique && !sizeDependentOnly)
+      checkCommunicationOrder(plan, out);
     checkCoverage(plan, out);
     checkStateDeclaration(plan, out);
   };
@@ -114,6 +119,16 @@ std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source
   });
   diags.insert(diags.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
   return diags;
+}
+
+}  // namespace
+
+std::vector<Diagnostic> validatePlan(const Plan& plan, const std::string& source) {
+  return validate(plan, source, false);
+}
+
+std::vector<Diagnostic> validateReducedPlan(const Plan& reduced, const std::string& source) {
+  return validate(reduced, source, true);
 }
 
 }  // namespace paraproof

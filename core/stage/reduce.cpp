@@ -565,7 +565,7 @@ class Reducer {
         try {
           Json rescaled = def->rescale(op.attrs, in, outT, factor);
           if (def->communication && !sameCommunicationKey(op.attrs, rescaled)) {
-            why = "op '" + op.id + "': rescaling changed its pairing (instance or peer)";
+            why = "op '" + op.id + "': rescaling changed its pairing (instance, peer or group)";
             return false;
           }
           if (rescaled != op.attrs.json()) op.attrs = std::move(rescaled);  // else it stays shared
@@ -612,7 +612,7 @@ class Reducer {
   // Reduction keeps the cut (docs/soundness.md): the stage cutter pairs communication by these keys, and
   // the second reduction and the full-size re-check reuse the first reduction's stages.
   static bool sameCommunicationKey(const Json& before, const Json& after) {
-    for (const char* key : {"instance", "peer"}) {
+    for (const char* key : {"instance", "peer", "group"}) {
       const auto b = before.find(key), a = after.find(key);
       if ((b == before.end()) != (a == after.end()) || (b != before.end() && *b != *a)) return false;
     }
@@ -624,7 +624,7 @@ class Reducer {
   bool revalidate(const Plan& reduced, std::string& why) {
     std::vector<Diagnostic> errs;
     try {
-      errs = validatePlan(reduced);
+      errs = validateReducedPlan(reduced);
     } catch (const std::bad_alloc&) {
       throw;  // out of memory is no property of the plan
     } catch (const std::exception& e) {
