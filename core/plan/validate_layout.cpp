@@ -159,8 +159,7 @@ void checkValueParts(const Plan& plan, Report& r) {
     for (const auto& [v, l] : plan.devices[i].lineage) {
       const Value* t = l.parts > 1 ? lineageTensor(plan, l) : nullptr;
       if (!t) continue;
-      auto [g, fresh] = groups.try_emplace(Key{t, &l.box, l.parts}, Group{{}, i, v});
-      g->second.present.insert(l.part);
+      groups.try_emplace(Key{t, &l.box, l.parts}, Group{{}, i, v}).first->second.present.insert(l.part);
     }
   // Reported in the order of (tensor name, box, parts).
   std::vector<std::pair<const Key*, const Group*>> incomplete;

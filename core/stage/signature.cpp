@@ -53,7 +53,7 @@ class Signer {
       for (const auto& [d, v] : device) {  // which values are a member's own, and of which logical tensor
         const bool varying = fold->varying(static_cast<size_t>(d), v);
         m.mix(uint64_t{varying});
-        if (varying) m.mix(lineageTensor(d, v));
+        if (varying) m.mix(lineageMark(d, v));
       }
       for (const DeviceOp& dop : stage_.deviceOps) {  // which ops sum or average over the members
         const size_t d = static_cast<size_t>(dop.device);
@@ -152,10 +152,10 @@ class Signer {
     d_.mix(static_cast<uint64_t>(lin.parts));
   }
 
-  // The logical tensor of a device value's lineage, as condition D reads it: it sums a varying operand's
+  // The mark of a device value's lineage tensor, as condition D reads it: it sums a varying operand's
   // tensor over the members, which matters only where the stage reads that tensor (then it has a local
   // number); 0: no lineage, 1: a tensor the stage does not read.
-  uint64_t lineageTensor(int device, ValueId v) const {
+  uint64_t lineageMark(int device, ValueId v) const {
     const Device& dev = plan_.devices[static_cast<size_t>(device)];
     const auto lin = dev.lineage.find(v);
     if (lin == dev.lineage.end()) return 0;

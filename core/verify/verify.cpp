@@ -614,7 +614,6 @@ class PointRun {
   std::vector<int> toCheck;                            // signature owners, in stage order
   std::map<int, std::vector<int>> sameSigners;         // owner -> later stages with its signature
   std::vector<std::string> sigs;                       // by stage, when deduplicating
-  bool signedInCut = false;                            // `sigs` computed with condition D's fold marks
   std::vector<std::pair<int, StageResult>> fromCache;  // owners proved at an earlier size point
   std::vector<std::string> severalClasses;             // by stage: why condition D wants full size
   std::vector<bool> done;
@@ -716,36 +715,36 @@ class PointRun {
     domains = stage::intDomains(work());
     // Condition D (docs/soundness.md, "Size points"): two fold counts prove every count only for stages whose
     // dependence on the count is a Laurent polynomial of width <= 1; otherwise the plan is checked unfolded.
+    using Parameter = std::pair<const stage::FoldParameter*, const char*>;
+    std::vector<Parameter> parameters;
     if (opt.fold) {
       const stage::FoldParameter& replicas = mbFolded().folded ? mbFolded().carried : folded().parameter;
-      using Parameter = std::pair<const stage::FoldParameter*, const char*>;
-      std::vector<Parameter> parameters;
       for (const Parameter& p :
            {Parameter{&replicas, "replica"}, Parameter{&mbFolded().parameter, "micro-batch"}})
         if (!p.first->empty()) parameters.push_back(p);
-      std::vector<stage::FoldIndex> indices;  // built once: every stage looks its ops and values up in them
-      indices.reserve(parameters.size());
-      std::vector<const stage::FoldIndex*> folds;
-      for (const auto& [t, what] : parameters)
-        folds.push_back(&indices.emplace_back(*t));
-      const std::vector<std::vector<int>> counts = foldCountsNeeded(here, folds);
-      for (size_t k = 0; k < parameters.size(); ++k) {
-        const auto& [t, what] = parameters[k];
-        const std::vector<int>& need = counts[k];
-        const auto worst = std::max_element(need.begin(), need.end());
-        if (worst == need.end()) continue;
-        (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
-        if (*worst <= stage::kFoldPoints) continue;
-        const size_t i = static_cast<size_t>(worst - need.begin());
-        const std::vector<std::string> scopes = describe(work(), stages[i]).scopes;
-        const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
-        outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
-                             " count through " + std::to_string(*worst) + " powers of it, more than the " +
-                             std::to_string(stage::kFoldPoints) +
-                             " fold counts checked can pin down (condition D)";
-        rep.verdict = Verdict::Inconclusive;
-        return false;
-      }
+    }
+    std::vector<stage::FoldIndex> indices;  // built once: every stage looks its ops and values up in them
+    indices.reserve(parameters.size());
+    std::vector<const stage::FoldIndex*> folds;
+    for (const auto& [t, what] : parameters)
+      folds.push_back(&indices.emplace_back(*t));
+    const std::vector<std::vector<int>> counts = foldCountsNeeded(here, folds, sign(here, folds));
+    for (size_t k = 0; k < parameters.size(); ++k) {
+      const auto& [t, what] = parameters[k];
+      const std::vector<int>& need = counts[k];
+      const auto worst = std::max_element(need.begin(), need.end());
+      if (worst == need.end()) continue;
+      (t == &mbFolded().parameter ? outcome->copyCounts : outcome->replicaCounts) = *worst;
+      if (*worst <= stage::kFoldPoints) continue;
+      const size_t i = static_cast<size_t>(worst - need.begin());
+      const std::vector<std::string> scopes = describe(work(), stages[i]).scopes;
+      const std::string scope = scopes.empty() ? "" : " (" + scopes.front() + ")";
+      outcome->tooCoarse = "stage " + std::to_string(i) + scope + " may depend on the " + what +
+                           " count through " + std::to_string(*worst) + " powers of it, more than the " +
+                           std::to_string(stage::kFoldPoints) +
+                           " fold counts checked can pin down (condition D)";
+      rep.verdict = Verdict::Inconclusive;
+      return false;
     }
     const size_t described = rep.stages.size();
     if (sameCut) {
@@ -769,31 +768,35 @@ class PointRun {
     return true;
   }
 
+  // Signs every stage checked here (signature.h, `markedSignature`) when deduplicating: the signatures go to
+  // `sigs`, and each stage's digest of every fold parameter's marks is returned (empty: not deduplicating).
+  std::vector<std::vector<std::string>> sign(const std::vector<size_t>& here,
+                                             const std::vector<const stage::FoldIndex*>& folds) {
+    std::vector<std::vector<std::string>> marks(opt.dedupStages ? stages.size() : 0);
+    if (!opt.dedupStages) return marks;
+    sigs.assign(stages.size(), {});
+    parallelFor(here.size(), opt.jobs, [&](size_t j) {
+      stage::MarkedSignature m = stage::markedSignature(work(), stages[here[j]], domains, folds);
+      sigs[here[j]] = std::move(m.plain);
+      marks[here[j]] = std::move(m.marks);
+    });
+    return marks;
+  }
+
   // Condition D's count of each fold parameter (`folds`), by stage (1 where not checked here). Stages whose
-  // signatures and fold marks are equal need the same counts (signature.h, `markedSignature`): one of each is
-  // analysed. The signatures then serve deduplication.
+  // signatures and fold marks are equal need the same counts: one of each is analysed (without
+  // deduplication, every stage).
   std::vector<std::vector<int>> foldCountsNeeded(const std::vector<size_t>& here,
-                                                 const std::vector<const stage::FoldIndex*>& folds) {
+                                                 const std::vector<const stage::FoldIndex*>& folds,
+                                                 const std::vector<std::vector<std::string>>& marks) {
     std::vector<std::vector<int>> need(folds.size(), std::vector<int>(stages.size(), 1));
-    std::vector<stage::MarkedSignature> marked(opt.dedupStages ? stages.size() : 0);
-    if (opt.dedupStages) {
-      parallelFor(here.size(), opt.jobs, [&](size_t j) {
-        marked[here[j]] = stage::markedSignature(work(), stages[here[j]], domains, folds);
-      });
-      sigs.assign(stages.size(), {});
-      for (size_t i : here)
-        sigs[i] = marked[i].plain;
-      signedInCut = true;
-    }
     for (size_t k = 0; k < folds.size(); ++k) {
       std::vector<size_t> owners;                  // the stages analysed
       std::vector<size_t> ownerOf(stages.size());  // by stage: the stage whose count it takes
       std::unordered_map<std::string, size_t> firstWith;
       for (size_t i : here) {
-        const auto [it, fresh] = opt.dedupStages ? firstWith.emplace(marked[i].plain + marked[i].marks[k], i)
-                                                 : std::pair{firstWith.end(), true};
-        if (fresh) owners.push_back(i);
-        ownerOf[i] = fresh ? i : it->second;
+        ownerOf[i] = opt.dedupStages ? firstWith.emplace(sigs[i] + marks[i][k], i).first->second : i;
+        if (ownerOf[i] == i) owners.push_back(i);
       }
       parallelFor(owners.size(), opt.jobs, [&](size_t j) {
         need[k][owners[j]] = stage::countsNeeded(work(), stages[owners[j]], *folds[k]);
@@ -805,16 +808,8 @@ class PointRun {
   }
 
   void dedup() {
-    // Stages with equal signatures lower to the same problem (signature.h): only the first of each is lowered
-    // and checked; the others take its result when it finishes. (Signed already where condition D for the
-    // folds ran.)
-    if (!signedInCut) {
-      sigs.assign(opt.dedupStages ? stages.size() : 0, {});
-      if (opt.dedupStages)
-        parallelFor(stages.size(), opt.jobs, [&](size_t i) {
-          if (checkedHere(i)) sigs[i] = stage::stageSignature(work(), stages[i], domains);
-        });
-    }
+    // Stages with equal signatures (signed by cut()) lower to the same problem (signature.h): only the first
+    // of each is lowered and checked; the others take its result when it finishes.
     std::unordered_map<std::string, int> firstWith;
     for (size_t i = 0; i < stages.size(); ++i) {
       if (!checkedHere(i)) {
