@@ -39,7 +39,8 @@ struct Copies {
   // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
   std::map<std::string, std::vector<OpId>> chains;
   std::set<int> deviants;
-  int base = 0;                 // the template pair of the programs is (base, base + 1)
+  std::set<std::pair<ValueId, int>> seeds;  // the logical (value, dim) this device's copies advance along
+  int base = 0;                             // the template pair of the programs is (base, base + 1)
   bool lineageDeviant = false;  // a stated copy is not the translate in its values (compact plans)
 };
 
@@ -198,6 +199,8 @@ class MicroBatchFolder {
       }
     lineageDeviant_ =
         std::any_of(copies_.begin(), copies_.end(), [](const Copies& c) { return c.lineageDeviant; });
+    for (const Copies& c : copies_)
+      seeds_.insert(c.seeds.begin(), c.seeds.end());
     return instancesStayInTheirMicroBatch(why);
   }
 
@@ -458,7 +461,7 @@ class MicroBatchFolder {
               "micro-batch";
         return false;
       }
-      seeds_.insert({lv, static_cast<int>(site.second)});
+      copies_[d].seeds.insert({lv, static_cast<int>(site.second)});  // per device: learnt on two threads
     }
     for (const auto& [key, step] : c.partStep) {
       const Lineage lin = translated(c, key, *lineageOf(dev, c.values[f].at(key)), -from_);
