@@ -460,8 +460,6 @@ class Folder {
     return t;
   }
 
-  // The folded plan: the kept replicas at positions 0..m-1 of the axis, each moved there by its line's
-  // steps; ranks renumbered in their original order; line groups shrunk to the kept replicas.
   // A kept device and the line it was taken from.
   struct Source {
     Device dev;
@@ -555,6 +553,8 @@ class Folder {
     return true;
   }
 
+  // The folded plan: the kept replicas at positions 0..m-1 of the axis, each moved there by its line's
+  // steps; ranks renumbered in their original order; line groups shrunk to the kept replicas.
   bool build(FoldedPlan& out, const std::set<int64_t>& kept, Graph logical, std::string& why) {
     const int64_t m = static_cast<int64_t>(kept.size());
     std::map<int64_t, int64_t> pos;
