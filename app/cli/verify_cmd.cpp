@@ -10,6 +10,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/keep_until_exit.h"
 #include "app/cli/mpi_share.h"
 #include "core/plan/json_io.h"
 #include "core/plan/torch_import.h"
@@ -208,7 +209,10 @@ int runVerify(const std::vector<std::string>& argv) {
       return 2;
     }
   }
-  return verify::exitCode(report.verdict);
+  const int code = verify::exitCode(report.verdict);
+  keepUntilExit(std::move(plan));  // the process exits next (keep_until_exit.h)
+  keepUntilExit(std::move(report));
+  return code;
 }
 
 }  // namespace paraproof::cli

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/ir/halves.h"
 #include "core/ops/registry.h"
 #include "core/verify/first_difference.h"
 
@@ -146,6 +147,40 @@ std::optional<StageInfo::FirstDifference> firstDifference(
   return first;
 }
 
+// The communication ops among a stage's device ops, one entry per collective instance or p2p direction.
+void annotateCommunication(StageInfo& s, const std::unordered_map<int, const Device*>& byRank) {
+  s.communication.clear();
+  std::map<std::string, size_t> index;  // kind|instance|peer -> entry
+  for (const ParallelOpRef& ref : s.parallelOps) {
+    auto dev = byRank.find(ref.rank);
+    if (dev == byRank.end()) continue;
+    const Graph& g = dev->second->graph;
+    OpId o = g.findOp(ref.op);
+    if (o == kNone) continue;
+    const Op& op = g.ops[o];
+    const ops::OpDef* def = ops::findOp(op.kind);
+    if (!def || !def->communication || (op.kind == "broadcast" && !op.attrs.contains("instance"))) continue;
+    CommunicationRef c;
+    c.kind = op.kind;
+    c.op = op.id;
+    if (auto it = op.attrs.find("instance"); it != op.attrs.end() && it->is_string())
+      c.instance = it->get<std::string>();
+    if (auto it = op.attrs.find("group"); it != op.attrs.end() && it->is_array())
+      for (const Json& r : *it)
+        if (r.is_number_integer()) c.group.push_back(r.get<int>());
+    intAttrOr(op.attrs, "peer", c.peer);
+    if (auto it = op.attrs.find("reduce"); it != op.attrs.end() && it->is_string())
+      c.reduce = it->get<std::string>();
+    // send/recv: one entry per direction; a collective: one per instance.
+    const bool p2p = c.kind == "send" || c.kind == "recv";
+    const std::string key = c.kind + "|" + c.instance + "|" +
+                            (p2p ? std::to_string(ref.rank) + ">" + std::to_string(c.peer) : "");
+    auto [it, fresh] = index.emplace(key, s.communication.size());
+    if (fresh) s.communication.push_back(c);
+    s.communication[it->second].ranks.push_back(ref.rank);
+  }
+}
+
 }  // namespace
 
 void annotateFirstDifference(Report& report, const Plan& plan) {
@@ -191,38 +226,11 @@ void annotateFirstDifference(Report& report, const Plan& plan) {
 
 void annotateCommunication(Report& report, const Plan& plan) {
   const auto byRank = devicesByRank(plan);
-  for (StageInfo& s : report.stages) {
-    s.communication.clear();
-    std::map<std::string, size_t> index;  // kind|instance|peer -> entry
-    for (const ParallelOpRef& ref : s.parallelOps) {
-      auto dev = byRank.find(ref.rank);
-      if (dev == byRank.end()) continue;
-      const Graph& g = dev->second->graph;
-      OpId o = g.findOp(ref.op);
-      if (o == kNone) continue;
-      const Op& op = g.ops[o];
-      const ops::OpDef* def = ops::findOp(op.kind);
-      if (!def || !def->communication || (op.kind == "broadcast" && !op.attrs.contains("instance"))) continue;
-      CommunicationRef c;
-      c.kind = op.kind;
-      c.op = op.id;
-      if (auto it = op.attrs.find("instance"); it != op.attrs.end() && it->is_string())
-        c.instance = it->get<std::string>();
-      if (auto it = op.attrs.find("group"); it != op.attrs.end() && it->is_array())
-        for (const Json& r : *it)
-          if (r.is_number_integer()) c.group.push_back(r.get<int>());
-      intAttrOr(op.attrs, "peer", c.peer);
-      if (auto it = op.attrs.find("reduce"); it != op.attrs.end() && it->is_string())
-        c.reduce = it->get<std::string>();
-      // send/recv: one entry per direction; a collective: one per instance.
-      const bool p2p = c.kind == "send" || c.kind == "recv";
-      const std::string key = c.kind + "|" + c.instance + "|" +
-                              (p2p ? std::to_string(ref.rank) + ">" + std::to_string(c.peer) : "");
-      auto [it, fresh] = index.emplace(key, s.communication.size());
-      if (fresh) s.communication.push_back(c);
-      s.communication[it->second].ranks.push_back(ref.rank);
-    }
-  }
+  // Each stage is annotated from the plan alone: a frontier plan's 20,000 stages split between two threads.
+  inTwoHalves(report.stages.size(), largePlan(plan), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i)
+      annotateCommunication(report.stages[i], byRank);
+  });
 }
 
 std::vector<std::string> counterexampleHints(const CounterexampleReport& c,
