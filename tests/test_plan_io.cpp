@@ -146,6 +146,33 @@ class TestPlanIo : public QObject {
     QCOMPARE(planToJson(again), planToJson(p));
   }
 
+  void lineageHintsNameTheirTensorAndAStaleOneIsNotBelieved() {
+    // plan.h: loading and generation set every lineage's hint to its tensor's logical id, which the passes
+    // read instead of looking the name up; a hint naming another value costs a lookup, never an answer.
+    parallel::GenerateOptions options;
+    options.layers = 2;
+    std::vector<Plan> plans;
+    plans.push_back(loadPlan(kExample));
+    plans.push_back(parallel::generatePlan(*models::findModel("llama3-8b"),
+                                           parallel::parseParallel("dp=2,tp=2,pp=2,mb=2"), options));
+    for (Plan& p : plans) {
+      const std::vector<Diagnostic> before = validatePlan(p);
+      QVERIFY(before.empty());
+      size_t hinted = 0;
+      for (Device& d : p.devices)
+        for (auto& [v, l] : d.lineage) {
+          QCOMPARE(l.logical, p.logical.findValue(l.tensor));
+          hinted += l.logical != kNone;
+          const Lineage as = l;
+          l.logical = (l.logical + 1) % static_cast<ValueId>(p.logical.values.size());  // another value
+          QCOMPARE(lineageValue(p.logical, l), as.logical);
+          QVERIFY(l == as);  // the hint is not part of the lineage
+        }
+      QVERIFY(hinted > 0);
+      QCOMPARE(validatePlan(p).size(), before.size());  // every hint stale: the same plan
+    }
+  }
+
   void savePlanWritesAtomicallyAndLoadsBack() {
     QTemporaryDir dir;
     std::string path = dir.filePath("plan.json").toStdString();

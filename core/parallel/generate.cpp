@@ -364,6 +364,7 @@ Plan generatePlan(const ModelConfig& model, const ParallelSpec& spec, const Gene
     internAttrs(dev.graph, attrsPool);
     plan.devices.push_back(std::move(dev));
   }
+  hintLineage(plan);
   const Generation generation{model, spec, shape.layers};
   plan.metadata["generator"] = {{"model", model.name},         {"parallel", spec.str()},
                                 {"layers", shape.layers},      {"seq", shape.seq},

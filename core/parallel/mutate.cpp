@@ -441,7 +441,7 @@ std::optional<std::string> shiftLineage(Plan& plan, MutationRng& rng) {
     for (ValueId v : boundary) {
       auto it = dev.lineage.find(v);
       if (it == dev.lineage.end()) continue;
-      const ValueId lv = plan.logical.findValue(it->second.tensor);
+      const ValueId lv = lineageValue(plan.logical, it->second);
       if (lv == kNone) continue;
       const Shape& full = plan.logical.values[lv].type.shape;
       const Box& box = it->second.box;

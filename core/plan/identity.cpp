@@ -32,7 +32,7 @@ Plan identityPlan(const Plan& plan) {
   device.graph.reindex();
   for (ValueId v = 0; v < static_cast<ValueId>(device.graph.values.size()); ++v) {
     const Value& value = device.graph.values[v];
-    device.lineage[v] = Lineage{value.name, wholeBox(value.type.shape), 0, 1};
+    device.lineage[v] = Lineage{value.name, wholeBox(value.type.shape), 0, 1, v};  // the logical graph's copy
   }
   identity.devices.push_back(std::move(device));
   return identity;

@@ -226,6 +226,7 @@ class PlanReader {
     ObjectReader r(j, at, source_, "lineage", {"tensor", "box", "part", "parts"});
     Lineage l;
     l.tensor = r.string("tensor");
+    if (logicalOk_) l.logical = plan_.logical.findValue(l.tensor);
     if (const Json* box = r.find("box")) {
       if (!box->is_array())
         fail(source_, r.ptr("box"), who + "lineage box must be a list of [start, end] pairs");
@@ -243,8 +244,7 @@ class PlanReader {
       }
     } else if (logicalOk_) {
       // Omitted box: the whole logical tensor (an unknown tensor is reported by validatePlan).
-      ValueId t = plan_.logical.findValue(l.tensor);
-      if (t != kNone) l.box = fullBox(plan_.logical.values[t].type.shape);
+      if (l.logical != kNone) l.box = fullBox(plan_.logical.values[l.logical].type.shape);
     }
     if (const Json* p = r.find("part")) {
       // Without `parts` the part is of a whole (parts = 1): the exporter forgot the count, and the error
@@ -268,7 +268,7 @@ class PlanReader {
 
 Json lineageToJson(const Plan& plan, const Lineage& l) {
   Json j{{"tensor", l.tensor}};
-  ValueId t = plan.logical.findValue(l.tensor);
+  ValueId t = lineageValue(plan.logical, l);
   bool whole = t != kNone && l.box == fullBox(plan.logical.values[t].type.shape);
   if (!whole) {
     Json box = Json::array();

@@ -43,6 +43,19 @@ size_t Plan::deviceOps() const {
   return n;
 }
 
+ValueId lineageValue(const Graph& logical, const Lineage& l) {
+  if (l.logical >= 0 && static_cast<size_t>(l.logical) < logical.values.size() &&
+      logical.values[static_cast<size_t>(l.logical)].name == l.tensor)
+    return l.logical;
+  return logical.findValue(l.tensor);
+}
+
+void hintLineage(Plan& plan) {
+  for (Device& d : plan.devices)
+    for (auto& [v, l] : d.lineage)
+      l.logical = plan.logical.findValue(l.tensor);
+}
+
 bool largePlan(const Plan& plan) {
   constexpr size_t kLargeOps = 20000;
   return plan.logical.ops.size() + plan.deviceOps() >= kLargeOps;

@@ -27,7 +27,13 @@ struct Lineage {
   Box box;
   int part = 0;
   int parts = 1;
-  bool operator==(const Lineage&) const = default;
+  // A hint, not part of the lineage: the id `tensor` had in the plan's logical graph when the lineage was
+  // made (hintLineage). `lineageValue` trusts it only where that id still has the name: the passes look the
+  // tensor up for every device value, and a name lookup per value was 7% of a frontier verification.
+  ValueId logical = kNone;
+  bool operator==(const Lineage& o) const {
+    return tensor == o.tensor && box == o.box && part == o.part && parts == o.parts;
+  }
 };
 
 struct Device {
@@ -85,6 +91,13 @@ struct Plan {
   const Device* deviceByRank(int rank) const;
   int deviceIndex(int rank) const;  // kNone if absent
 };
+
+// The logical value a lineage names in `logical`, kNone when it has none: the lineage's hint where the value
+// at that id has the name, else a lookup by name. Names are unique in a graph (the loader and the builder
+// refuse a second definition), so the answer is the lookup's; a stale or missing hint only costs the lookup.
+ValueId lineageValue(const Graph& logical, const Lineage& l);
+// Sets every device lineage's hint from the plan's logical graph (once built or loaded; copies keep them).
+void hintLineage(Plan& plan);
 
 // A copy of `plan` (as Plan(plan)), its devices copied on two threads when it is large: verification copies
 // a frontier plan at each fold and reduction, and the copy is allocation and page faults, not computation.

@@ -42,8 +42,13 @@ const Value* logicalValue(const Plan& plan, const std::string& name) {
   return v == kNone ? nullptr : &plan.logical.values[v];
 }
 
+const Value* logicalValue(const Plan& plan, const Lineage& l) {
+  const ValueId v = lineageValue(plan.logical, l);
+  return v == kNone ? nullptr : &plan.logical.values[v];
+}
+
 const Value* lineageTensor(const Plan& plan, const Lineage& l) {
-  const Value* t = logicalValue(plan, l.tensor);
+  const Value* t = logicalValue(plan, l);
   if (!t || l.box.ranges.size() != t->type.shape.size() || l.parts < 1 || l.part < 0 || l.part >= l.parts)
     return nullptr;
   for (size_t k = 0; k < l.box.ranges.size(); ++k) {

@@ -29,6 +29,7 @@ std::string boxString(const Box& b);  // "[0,2)x[0,4)"
 
 // Logical tensor by name, or null.
 const Value* logicalValue(const Plan& plan, const std::string& name);
+const Value* logicalValue(const Plan& plan, const Lineage& l);  // the tensor it names (its hint, plan.h)
 // The logical tensor the lineage names when its box has the right rank, is in bounds and non-empty; else
 // null.
 const Value* lineageTensor(const Plan& plan, const Lineage& l);

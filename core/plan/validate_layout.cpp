@@ -69,7 +69,7 @@ void checkLineage(const Plan& plan, Report& r) {
     const Device& d = plan.devices[i];
     for (const auto& [v, l] : d.lineage) {
       const std::string& name = d.graph.values[v].name;
-      const Value* t = logicalValue(plan, l.tensor);
+      const Value* t = logicalValue(plan, l);
       const auto at = [&] { return lineagePtr(plan, i, v); };  // built only for a diagnostic
       if (!t) {
         r.add(at(), who(d) + "lineage of '" + name + "' names unknown logical tensor '" + l.tensor + "'");
@@ -125,7 +125,7 @@ void checkDeviceInputs(const Plan& plan, Report& r) {
       if (it == d.lineage.end())
         r.add(at(), who(d) + "device input '" + name +
                         "' has no lineage (every device input must be a slice or part of a logical input)");
-      else if (logicalValue(plan, it->second.tensor) && !logicalInputs.count(it->second.tensor))
+      else if (logicalValue(plan, it->second) && !logicalInputs.count(it->second.tensor))
         r.add(at(), who(d) + "device input '" + name + "' has lineage to '" + it->second.tensor +
                         "', which is not a logical graph input");
     }

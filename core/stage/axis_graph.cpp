@@ -161,7 +161,7 @@ void AxisGraph::collectLineage() {
   for (size_t d = 0; d < plan_.devices.size(); ++d) {
     const Device& dev = plan_.devices[d];
     for (const auto& [v, lin] : dev.lineage) {
-      ValueId lv = plan_.logical.findValue(lin.tensor);
+      ValueId lv = lineageValue(plan_.logical, lin);
       if (lv == kNone) continue;
       tieValue(d + 1, v, 0, lv);
       // A value part of an id is no id (parts sum to it).

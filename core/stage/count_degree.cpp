@@ -74,7 +74,7 @@ class Degree {
     int need = 1;
     for (const DeviceValue& c : stage_.checked) {
       const Lineage& lin = plan_.devices[static_cast<size_t>(c.device)].lineage.at(c.value);
-      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      const ValueId lv = lineageValue(plan_.logical, lin);
       const Tracks l = lv == kNone ? Tracks{} : logicalValue(lv);
       const Tracks d = deviceValue(static_cast<size_t>(c.device), c.value);
       need = std::max(need, 1 + (l | d).width());

@@ -255,7 +255,7 @@ class Folder {
     for (const auto& [site, step] : l.steps.box) {
       if (step == 0) continue;
       const Lineage& lin = base.lineage.at(site.first);
-      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      const ValueId lv = lineageValue(plan_.logical, lin);
       if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
         why = "lineage of an unknown logical tensor";
         return false;
@@ -535,7 +535,7 @@ class Folder {
     for (auto& [v, lin] : dev.lineage) {
       // A box on a folded dimension must move with its replica: a fixed box (the first quarter of the
       // batch on every replica) would stand for another part of the scaled batch than at full size.
-      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      const ValueId lv = lineageValue(plan_.logical, lin);
       for (size_t i = 0; lv != kNone && i < lin.box.ranges.size(); ++i)
         if (plan_.logical.values[lv].type.shape.at(i) != scaledLogical.values[lv].type.shape.at(i) &&
             !line.steps.box.count({v, i})) {

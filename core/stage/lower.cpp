@@ -512,7 +512,7 @@ int64_t stageElements(const Plan& plan, const Stage& stage) {
   auto lineageTensor = [&](const Device& dev, ValueId v) {
     auto it = dev.lineage.find(v);
     if (it == dev.lineage.end()) return;
-    ValueId lv = plan.logical.findValue(it->second.tensor);
+    ValueId lv = lineageValue(plan.logical, it->second);
     if (lv != kNone) count(-1, lv, plan.logical);
   };
   for (OpId o : stage.logicalOps) {

@@ -448,7 +448,7 @@ class MicroBatchFolder {
     const size_t f = static_cast<size_t>(from_);
     for (const auto& [site, step] : c.boxStep) {
       const Lineage lin = translated(c, site.first, *lineageOf(dev, c.values[f].at(site.first)), -from_);
-      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      const ValueId lv = lineageValue(plan_.logical, lin);
       if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
         why = "lineage of an unknown logical tensor";
         return false;
@@ -758,7 +758,7 @@ class MicroBatchFolder {
       const Lineage& lin = moved;  // placing moves its box, not its tensor or its number of dims
       // A lineage on a scaled logical dimension that does not advance with the micro-batch (a step-wide
       // value of the batch) has no place in the folded batch.
-      const ValueId lv = plan_.logical.findValue(lin.tensor);
+      const ValueId lv = lineageValue(plan_.logical, lin);
       if (fold && lv != kNone)
         for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
           const bool scaled =

@@ -593,7 +593,7 @@ class Reducer {
 
   bool rescaleLineage(const Graph& logical, Device& dev, std::string& why) const {
     for (auto& [v, lin] : dev.lineage) {
-      ValueId lv = logical.findValue(lin.tensor);
+      ValueId lv = lineageValue(logical, lin);
       if (lv == kNone) continue;
       for (size_t a = 0; a < lin.box.ranges.size(); ++a) {
         int64_t f = factorOf(ag_.axis(0, lv, static_cast<int>(a)));

@@ -136,7 +136,7 @@ class Signer {
   }
 
   void lineage(const Lineage& lin) {
-    ValueId v = plan_.logical.findValue(lin.tensor);
+    ValueId v = lineageValue(plan_.logical, lin);
     if (v == kNone) {
       d_.mix(uint64_t{0xbad});
       d_.mix(lin.tensor);  // lowering rejects it; keep such stages apart
@@ -159,7 +159,7 @@ class Signer {
     const Device& dev = plan_.devices[static_cast<size_t>(device)];
     const auto lin = dev.lineage.find(v);
     if (lin == dev.lineage.end()) return 0;
-    const ValueId lv = plan_.logical.findValue(lin->second.tensor);
+    const ValueId lv = lineageValue(plan_.logical, lin->second);
     const auto local = lv == kNone ? logical_.end() : logical_.find(lv);
     return local == logical_.end() ? 1 : 2 + static_cast<uint64_t>(local->second);
   }
