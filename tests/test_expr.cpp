@@ -21,6 +21,29 @@ class TestExpr : public QObject {
     QCOMPARE(p.mul(p.add(x, y), x), p.mul(x, p.add(y, x)));
     QVERIFY(p.add(x, y) != p.sub(x, y));
   }
+  void sumsOfEveryWidthKeepTheirArgumentsAsThePoolGrows() {
+    // A node keeps up to three arguments inline and more on the heap (NodeArgs); both survive the copies
+    // and moves of the pool's growth, and equal sums of every width are one node.
+    sym::ExprPool p;
+    const std::vector<sym::ExprId> x = p.vars("x", {8}, sym::Sort::Real, 0, 0);
+    std::vector<sym::ExprId> sums;
+    for (size_t n = 2; n <= x.size(); ++n)
+      sums.push_back(p.add(std::vector<sym::ExprId>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n))));
+    for (int i = 0; i < 100000; ++i)  // many new nodes: the node array moves several times
+      p.mul(x[0], p.real(i + 2.0));
+    for (size_t n = 2; n <= x.size(); ++n) {
+      const sym::Node& sum = p.node(sums[n - 2]);
+      QCOMPARE(sum.args.size(), n);
+      QVERIFY(std::equal(sum.args.begin(), sum.args.end(), x.begin()));
+      std::vector<sym::ExprId> reversed(x.rend() - static_cast<std::ptrdiff_t>(n), x.rend());
+      QCOMPARE(p.add(reversed), sums[n - 2]);
+    }
+    sym::Node copy = p.node(sums.back()), small = p.node(sums.front());
+    copy.args = small.args;  // heap to inline
+    QCOMPARE(copy.args.size(), size_t(2));
+    small.args = p.node(sums.back()).args;  // inline to heap
+    QVERIFY(std::equal(small.args.begin(), small.args.end(), x.begin(), x.end()));
+  }
   void foldsOnlyExactConstants() {
     sym::ExprPool p;
     QCOMPARE(p.mul(p.real(0.5), p.real(0.25)), p.real(0.125));
@@ -110,7 +133,7 @@ class TestExpr : public QObject {
     QCOMPARE(p.add(parts), inOrder);
     std::vector<sym::ExprId> expected = terms;
     std::sort(expected.begin(), expected.end());
-    QVERIFY(p.node(inOrder).args == expected);
+    QVERIFY(std::ranges::equal(p.node(inOrder).args, expected));
   }
   // 0/b folds to 0 only for a nonzero constant b: 0/d is undefined at d = 0 and 0/0 must stay visible.
   void zeroOverADivisorFoldsOnlyForNonzeroConstants() {

@@ -161,7 +161,7 @@ ExprId ExprPool::intern(Kind kind, Sort sort, std::initializer_list<ExprId> args
   const ExprId hit = find(k, hash);
   if (hit != NodeIndex::kAbsent) return hit;
   Node n{kind, sort};
-  n.args.assign(args);
+  n.args = args;
   return push(std::move(n), &hash);
 }
 
@@ -384,7 +384,8 @@ ExprId ExprPool::extremum(Kind k, std::vector<ExprId> in) {
     return s == Sort::Int ? node(x).ivalue < node(y).ivalue : node(x).value < node(y).value;
   };
   for (ExprId a : in)
-    for (ExprId b : node(a).kind == k ? node(a).args : std::vector<ExprId>{a}) {
+    for (ExprId b :
+         node(a).kind == k ? std::span<const ExprId>(node(a).args) : std::span<const ExprId>(&a, 1)) {
       if (node(b).kind != Kind::Const) {
         args.push_back(b);
       } else if (!best || (k == Kind::Max ? less(*best, b) : less(b, *best))) {
