@@ -1,11 +1,14 @@
 // Op attributes as shared, interned objects (core/ir/attrs.h; docs/scale.md, "Memory per op"): equal objects
 // become one, objects equal only as JSON values stay apart, a write never reaches another op, and a
 // generated plan's ops share their attribute objects and are written as before. A graph's name index is
-// likewise shared by its copies until one of them is written.
+// likewise shared by its copies until one of them is written. Names (core/ir/name.h) are interned: equal
+// texts are one name from any thread, ordered and hashed as their strings, and a lookup interns nothing.
 #include <QtTest>
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/ir/ir.h"
@@ -98,6 +101,50 @@ class TestAttrs : public QObject {
     QCOMPARE(g.findValue("y2"), kNone);
     const Graph moved = std::move(renamed);
     QCOMPARE(moved.findValue("y2"), 1);
+  }
+
+  void equalTextsAreOneNameOrderedAndHashedAsStrings() {
+    const std::string text = "layers.3.attention.wq.out#5";
+    const Name a = text, b = std::string_view(text), c = text.c_str();
+    QVERIFY(a == b && b == c);
+    QCOMPARE(a.data(), c.data());  // one stored text
+    QVERIFY(a == text && text == a && a == "layers.3.attention.wq.out#5");
+    QVERIFY(!(a == "layers.3.attention.wq.out#6"));
+    QCOMPARE(a.hash(), std::hash<std::string_view>{}(text));
+    QCOMPARE(a + "/ar", text + "/ar");
+    QVERIFY(Name().empty() && Name() == Name("") && Name() == "");
+    // Sorted as names, sorted as strings: maps and sorts keyed by names keep the order they had.
+    std::vector<std::string> texts = {"b", "a.10", "a.9", "", "a", "B", "a.1"};
+    std::vector<Name> names(texts.begin(), texts.end());
+    std::sort(texts.begin(), texts.end());
+    std::sort(names.begin(), names.end());
+    QCOMPARE(std::vector<std::string>(names.begin(), names.end()), texts);
+    Json j = a;
+    QCOMPARE(j.get<std::string>(), text);
+    QVERIFY(j.get<Name>() == a);
+  }
+
+  void namesInternedOnTwoThreadsAreOne() {
+    std::vector<Name> first(5000), second(5000);
+    auto intern = [](std::vector<Name>& out) {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = "two.threads." + std::to_string(i);
+    };
+    std::thread t(intern, std::ref(first));
+    intern(second);
+    t.join();
+    for (size_t i = 0; i < first.size(); ++i)
+      QVERIFY(first[i] == second[i] && first[i].data() == second[i].data());
+  }
+
+  void aLookupInternsNothing() {
+    Graph g;
+    g.addInput("x", TensorType{{4}, DType::F32});
+    const size_t before = Name::pooled();
+    QCOMPARE(g.findValue("a name no graph has had"), kNone);
+    QCOMPARE(g.findOp(std::string("an id no graph has had")), kNone);
+    QCOMPARE(Name::pooled(), before);
+    QCOMPARE(g.findValue(std::string("x")), 0);
   }
 
   void convertsToTheObjectItself() {

@@ -60,13 +60,13 @@ Graph::Index& Graph::ownIndex() {
   return *index_;
 }
 
-ValueId Graph::findValue(const std::string& n) const {
+ValueId Graph::findValue(std::string_view n) const {
   if (!index_) return kNone;
   auto it = index_->values.find(n);
   return it == index_->values.end() ? kNone : it->second;
 }
 
-OpId Graph::findOp(const std::string& id) const {
+OpId Graph::findOp(std::string_view id) const {
   if (!index_) return kNone;
   auto it = index_->ops.find(id);
   return it == index_->ops.end() ? kNone : it->second;
@@ -75,7 +75,7 @@ OpId Graph::findOp(const std::string& id) const {
 ValueId Graph::addInput(const std::string& n, TensorType type) {
   ValueId id = static_cast<ValueId>(values.size());
   values.push_back(Value{n, std::move(type), kNone, 0});
-  ownIndex().values[n] = id;
+  ownIndex().values[values.back().name] = id;
   inputs.push_back(id);
   return id;
 }
@@ -87,7 +87,7 @@ OpId Graph::addOp(Op op, const std::vector<std::pair<std::string, TensorType>>& 
   for (size_t i = 0; i < outs.size(); ++i) {
     ValueId v = static_cast<ValueId>(values.size());
     values.push_back(Value{outs[i].first, outs[i].second, id, static_cast<int>(i)});
-    index.values[outs[i].first] = v;
+    index.values[values.back().name] = v;
     op.outputs.push_back(v);
   }
   index.ops[op.id] = id;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ir/attrs.h"
+#include "core/ir/name.h"
 
 namespace paraproof {
 
@@ -37,20 +38,20 @@ struct TensorType {
 
 // An SSA value: defined exactly once, by a graph input or by one output of one op.
 struct Value {
-  std::string name;
+  Name name;
   TensorType type;
   OpId producer = kNone;  // kNone for graph inputs
   int producerOutput = 0;
 };
 
 struct Op {
-  std::string id;    // unique within the graph
-  std::string kind;  // registry name, e.g. "matmul", "all_reduce"
+  Name id;    // unique within the graph
+  Name kind;  // registry name, e.g. "matmul", "all_reduce"
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
-  Attrs attrs;         // shared with the ops whose attributes are equal (core/ir/attrs.h)
-  std::string scope;   // name scope for display, e.g. "layers.3.attention.wq"
-  std::string origin;  // id of the logical op this implements (device graphs), optional
+  Attrs attrs;  // shared with the ops whose attributes are equal (core/ir/attrs.h)
+  Name scope;   // name scope for display, e.g. "layers.3.attention.wq"
+  Name origin;  // id of the logical op this implements (device graphs), optional
 };
 
 // A DAG of ops in topological (definition) order. Values are referenced by dense ids.
@@ -62,8 +63,8 @@ class Graph {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
 
-  ValueId findValue(const std::string& name) const;
-  OpId findOp(const std::string& id) const;
+  ValueId findValue(std::string_view name) const;  // (a name looked up is not interned)
+  OpId findOp(std::string_view id) const;
   // Adds a graph input; returns its id. Names must be unique (callers validate).
   ValueId addInput(const std::string& name, TensorType type);
   // Adds an op whose output values are created with the given names and types.
@@ -74,8 +75,8 @@ class Graph {
 
  private:
   struct Index {
-    std::unordered_map<std::string, ValueId> values;
-    std::unordered_map<std::string, OpId> ops;
+    std::unordered_map<Name, ValueId, NameHash, std::equal_to<>> values;
+    std::unordered_map<Name, OpId, NameHash, std::equal_to<>> ops;
   };
   // Shared by a graph and its copies until one of them adds a value or an op: the folds and the reduction
   // copy whole plans whose names they keep, and copying every name into a new index was a good part of that.

@@ -225,7 +225,7 @@ void toIdentities(Device& dev, const std::string& opId, const std::vector<size_t
   std::vector<NewOp> repl;
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     NewOp n;
-    n.id = op.outputs.size() == 1 ? op.id : op.id + ".dropped" + std::to_string(k);
+    n.id = op.outputs.size() == 1 ? op.id.str() : op.id + ".dropped" + std::to_string(k);
     n.kind = "identity";
     n.inputs = {valueName(dev, op.inputs.at(from[k]))};
     n.outputs = {valueName(dev, op.outputs[k])};

@@ -630,7 +630,7 @@ const Graph& GraphModel::graphOf(const Element& e) const {
 const std::string& GraphModel::elementName(int element) const {
   const Element& e = elements_[element];
   const Graph& g = graphOf(e);
-  return e.kind == Element::Kind::Op ? g.ops[e.index].id : g.values[e.index].name;
+  return e.kind == Element::Kind::Op ? g.ops[e.index].id.str() : g.values[e.index].name.str();
 }
 
 std::vector<int> GraphModel::find(const std::string& text) const {

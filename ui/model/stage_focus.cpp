@@ -11,7 +11,7 @@ StageFocus stageFocus(const Plan& plan, const verify::StageInfo& stage,
   auto producerOf = [](const Graph& g, const std::string& tensor) -> std::string {
     const ValueId v = g.findValue(tensor);
     const OpId op = v == kNone ? kNone : g.values[static_cast<size_t>(v)].producer;
-    return op == kNone ? std::string() : g.ops[static_cast<size_t>(op)].id;
+    return op == kNone ? std::string() : g.ops[static_cast<size_t>(op)].id.str();
   };
   if (result && result->counterexample)
     for (const verify::ElementDiff& d : result->counterexample->diffs) {
