@@ -23,7 +23,7 @@ struct Box {
 // The device tensor equals part `part` of `parts` value parts of logical[box]: the `parts` tensors with the
 // same (tensor, box, parts) sum to logical[box]; parts == 1 means equality (replicas each satisfy it).
 struct Lineage {
-  std::string tensor;
+  Name tensor;  // the logical tensor
   Box box;
   int part = 0;
   int parts = 1;

@@ -106,7 +106,7 @@ std::vector<Stage> cutStages(const Plan& plan) {
     const Device& dev = plan.devices[d];
     lineageOf[d].assign(dev.graph.values.size(), nullptr);
     tensorOf[d].assign(dev.graph.values.size(), kNone);
-    const std::string* last = nullptr;  // consecutive values often hold pieces of one tensor
+    const Name* last = nullptr;  // consecutive values often hold pieces of one tensor
     ValueId lastId = kNone;
     for (const auto& [v, lin] : dev.lineage) {
       lineageOf[d].at(static_cast<size_t>(v)) = &lin;
