@@ -5,10 +5,11 @@
 // Heap bytes are the allocator's own count of live bytes ("stats.allocated" after an "epoch" refresh under
 // jemalloc, the allocator of every executable here; mallinfo2's uordblks under glibc): the plan's bytes are
 // the live bytes with the plan built minus the live bytes once it is destroyed, so caches the generator keeps
-// (the model zoo, interned names) are not counted. Counted per stored op (logical and device graphs); the
-// breakdown deep-copies each part of every op and value (its inline bytes and its heap), so it says what
-// each part would cost unshared.
-// Peak RSS is the child's ru_maxrss: the build and the breakdown's copies, and with --verify verification.
+// (the model zoo) are not counted, plus the name pool's growth during the build (core/ir/name.h: the pool
+// keeps the plan's names after it; "names" is how many distinct ones it added). Counted per stored op
+// (logical and device graphs); the breakdown deep-copies each part of every op and value (its inline bytes
+// and its heap), so it says what each part would cost unshared. Peak RSS is the child's ru_maxrss: the build
+// and the breakdown's copies, and with --verify verification.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,7 +71,7 @@ struct Result {
   bool ok = false;
   char error[160] = {};
   double buildSeconds = 0, verifySeconds = 0;
-  long ops = 0, values = 0, devices = 0, distinctAttrs = 0;
+  long ops = 0, values = 0, devices = 0, distinctAttrs = 0, names = 0;
   double planBytes = 0;
   double partBytes[kParts] = {};
   char verdict[24] = {};
@@ -172,6 +173,7 @@ Result runOnce(const std::string& what, bool withVerify) {
   try {
     const auto row = std::find_if(kRows.begin(), kRows.end(), [&](const Row& x) { return x.id == what; });
     const size_t base = liveHeapBytes();
+    const size_t namesBefore = Name::pooled(), nameBytesBefore = Name::pooledBytes();
     const auto t0 = std::chrono::steady_clock::now();
     auto plan = std::make_unique<Plan>();
     if (row != kRows.end()) {
@@ -184,6 +186,9 @@ Result runOnce(const std::string& what, bool withVerify) {
     }
     r.buildSeconds = since(t0);
     const size_t with = liveHeapBytes();
+    // The names the plan brought into the pool stay there when it is destroyed: counted as the plan's.
+    r.names = static_cast<long>(Name::pooled() - namesBefore);
+    const size_t nameBytes = Name::pooledBytes() - nameBytesBefore;
     r.devices = static_cast<long>(plan->devices.size());
     r.ops = static_cast<long>(plan->logical.ops.size());
     r.values = static_cast<long>(plan->logical.values.size());
@@ -203,7 +208,8 @@ Result runOnce(const std::string& what, bool withVerify) {
     plan.reset();
     const size_t after = liveHeapBytes();
     // Live bytes the plan held: what went when it was destroyed (a cache kept by the generator stays).
-    r.planBytes = static_cast<double>(with) - static_cast<double>(std::max(after, base));
+    r.planBytes = static_cast<double>(with) - static_cast<double>(std::max(after, base)) +
+                  static_cast<double>(nameBytes);
     r.ok = true;
   } catch (const std::exception& e) {
     std::snprintf(r.error, sizeof r.error, "%s", e.what());
@@ -264,7 +270,7 @@ int main(int argc, char** argv) {
       wanted.push_back(r.id);
   std::printf("%-10s %8s %9s %10s %9s %9s %8s %8s %9s  %s\n", "plan", "devices", "ops", "values", "plan MB",
               "B/op", "build s", "RSS MB", "verify s",
-              "distinct attrs; unshared B/op: parts (median of runs)");
+              "distinct attrs; names; unshared B/op: parts (median of runs)");
   for (const std::string& what : wanted) {
     std::vector<double> bytes, build, verifyS, rss, parts[kParts];
     Result last;
@@ -290,7 +296,7 @@ int main(int argc, char** argv) {
         last.values, median(bytes) / 1e6, median(bytes) / static_cast<double>(last.ops), median(build),
         median(rss),
         withVerify ? (std::to_string(median(verifyS)).substr(0, 6) + " " + last.verdict).c_str() : "-");
-    std::printf(" %ld;", last.distinctAttrs);
+    std::printf(" %ld; %ld;", last.distinctAttrs, last.names);
     for (int p = 0; p < kParts; ++p)
       std::printf(" %s %.0f%s", kPartNames[p], median(parts[p]) / static_cast<double>(last.ops),
                   p + 1 < kParts ? "," : "\n");

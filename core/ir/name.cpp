@@ -33,7 +33,7 @@ struct NamePool {
     std::unordered_map<Text, const Name::Entry*, TextHash> index;  // keys view into `entries`
   };
   std::array<Shard, kShards> shards;
-  std::atomic<size_t> size{0};
+  std::atomic<size_t> size{0}, bytes{0};
 };
 
 namespace {
@@ -61,11 +61,19 @@ const Name::Entry& Name::intern(std::string_view s) {
   const Entry& e = shard.entries.emplace_back(Entry{std::string(s), h});
   shard.index.emplace(Text{e.text, h}, &e);
   pool().size.fetch_add(1, std::memory_order_relaxed);
+  // The entry, its text when it does not fit inline, and about a hash node and a bucket of the index.
+  const size_t heapText = e.text.size() >= sizeof(std::string) - sizeof(size_t) ? e.text.capacity() + 1 : 0;
+  pool().bytes.fetch_add(sizeof(Entry) + heapText + sizeof(std::pair<Text, const Entry*>) + 2 * sizeof(void*),
+                         std::memory_order_relaxed);
   return e;
 }
 
 size_t Name::pooled() {
   return pool().size.load(std::memory_order_relaxed);
+}
+
+size_t Name::pooledBytes() {
+  return pool().bytes.load(std::memory_order_relaxed);
 }
 
 void to_json(nlohmann::json& j, const Name& n) {

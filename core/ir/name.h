@@ -70,8 +70,9 @@ class Name {
   friend std::string operator+(char a, const Name& b) { return a + b.str(); }
   friend std::ostream& operator<<(std::ostream& os, const Name& n) { return os << n.str(); }
 
-  // How many distinct names the pool holds (tests, memory figures).
+  // How many distinct names the pool holds, and about how many bytes (tests, memory figures).
   static size_t pooled();
+  static size_t pooledBytes();
 
  private:
   friend struct NamePool;
