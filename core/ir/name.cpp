@@ -47,13 +47,13 @@ NamePool& pool() {
 }  // namespace
 
 const Name::Entry& Name::emptyEntry() {
-  static const Entry* e = new Entry{std::string(), std::hash<std::string_view>{}(std::string_view())};
+  static const Entry* e = new Entry{std::string(), NameHash{}(std::string_view())};
   return *e;
 }
 
 const Name::Entry& Name::intern(std::string_view s) {
   if (s.empty()) return emptyEntry();
-  const size_t h = std::hash<std::string_view>{}(s);
+  const size_t h = NameHash{}(s);  // the hash a lookup by string view computes
   NamePool::Shard& shard = pool().shards[h % kShards];
   std::lock_guard lock(shard.mu);
   auto it = shard.index.find(Text{s, h});

@@ -27,9 +27,8 @@ class Name {
   Name(const char* s) : Name(std::string_view(s)) {}         // NOLINT(google-explicit-constructor)
 
   const std::string& str() const noexcept { return entry_->text; }
-  operator const std::string&() const noexcept {
-    return entry_->text;
-  }                                                                    // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor): code that reads the text keeps reading it
+  operator const std::string&() const noexcept { return entry_->text; }
   operator std::string_view() const noexcept { return entry_->text; }  // NOLINT(google-explicit-constructor)
 
   const char* c_str() const noexcept { return str().c_str(); }
@@ -46,8 +45,6 @@ class Name {
   size_t rfind(char c, size_t pos = std::string::npos) const noexcept { return str().rfind(c, pos); }
   std::string substr(size_t pos, size_t n = std::string::npos) const { return str().substr(pos, n); }
   size_t hash() const noexcept { return entry_->hash; }
-
-  Name& operator+=(std::string_view s) { return *this = Name(str() + std::string(s)); }
 
   friend bool operator==(const Name& a, const Name& b) noexcept { return a.entry_ == b.entry_; }
   friend bool operator==(const Name& a, const std::string& b) noexcept { return a.str() == b; }
@@ -85,8 +82,8 @@ class Name {
   const Entry* entry_;
 };
 
-// Hashes a name or any string as the same text: maps keyed by names are looked up by string views without
-// interning them (with std::equal_to<>).
+// Hashes a name or any string as the same text (the pool stores each name's hash as this computes it): maps
+// keyed by names are looked up by string views without interning them (with std::equal_to<>).
 struct NameHash {
   using is_transparent = void;
   size_t operator()(const Name& n) const noexcept { return n.hash(); }
