@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <ranges>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/ir/halves.h"
 #include "core/plan/validate.h"
@@ -28,16 +30,28 @@ std::ranges::subrange<typename std::set<std::pair<size_t, Id>>::const_iterator> 
 
 constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
 
-// One device's copies: which micro-batch every op and value belongs to, and the copies by key.
+// One device's copies: which micro-batch every op and value belongs to, and the copies by key. A key is
+// the name with its copy marker made `#*` (value_names.h, copyTagOf); the keys of a device's copy values
+// are numbered in the order of their texts, so the maps below compare integers and iterate as by text.
 struct Copies {
   std::vector<int> valueMb, opMb;
-  std::vector<std::string> valueKey, opKey;
-  std::vector<std::vector<OpId>> ops;                         // per micro-batch, in program order
-  std::vector<std::map<std::string, ValueId>> values;         // per micro-batch: key -> value
-  std::map<std::pair<std::string, size_t>, int64_t> boxStep;  // (key, dim) -> offset step per micro-batch
-  std::map<std::string, int64_t> partStep;                    // key -> part-index step per micro-batch
+  std::vector<int> valueKey, opKey;          // key numbers (-1 for step-wide values and ops)
+  std::vector<std::string> keys;             // the copy values' keys, by number, in text order
+  std::vector<std::string> opKeys;           // the copy ops' keys, by number (equality and names only)
+  std::vector<std::vector<OpId>> ops;        // per micro-batch, in program order
+  std::vector<std::vector<ValueId>> values;  // per micro-batch: key -> value (kNone where absent)
+  std::vector<size_t> valueCount;            // per micro-batch: how many keys it has a value of
+  std::map<std::pair<int, size_t>, int64_t> boxStep;  // (key, dim) -> offset step per micro-batch
+  std::map<int, int64_t> partStep;                    // key -> part-index step per micro-batch
   // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
-  std::map<std::string, std::vector<OpId>> chains;
+  std::map<int, std::vector<OpId>> chains;
+  // Micro-batch j's value of `key`; throws when it has none.
+  ValueId at(int j, int key) const {
+    const ValueId v = values.at(static_cast<size_t>(j)).at(static_cast<size_t>(key));
+    if (v == kNone)
+      throw std::out_of_range("micro-batch " + std::to_string(j) + " has no '" + keys[key] + "'");
+    return v;
+  }
   std::set<int> deviants;
   std::set<std::pair<ValueId, int>> seeds;  // the logical (value, dim) this device's copies advance along
   int base = 0;                             // the template pair of the programs is (base, base + 1)
@@ -206,19 +220,47 @@ class MicroBatchFolder {
 
   // The micro-batch and key of every value and op of `g`.
   static void tag(const Graph& g, Copies& c) {
+    // Value keys: numbered first by appearance, then renumbered in the order of their texts.
+    std::unordered_map<std::string, int> number;
     c.valueMb.reserve(g.values.size());
     c.valueKey.reserve(g.values.size());
     for (const Value& v : g.values) {
       CopyTag t = copyTagOf(v.name);
       c.valueMb.push_back(t.mb);
-      c.valueKey.push_back(std::move(t.key));
+      if (t.mb == kStepWide) {
+        c.valueKey.push_back(-1);
+        continue;
+      }
+      auto [it, fresh] = number.try_emplace(std::move(t.key), static_cast<int>(number.size()));
+      c.valueKey.push_back(it->second);
     }
+    std::vector<const std::string*> byNumber(number.size());
+    for (const auto& [key, k] : number)
+      byNumber[static_cast<size_t>(k)] = &key;
+    std::vector<int> order(number.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return *byNumber[a] < *byNumber[b]; });
+    std::vector<int> rank(number.size());
+    c.keys.reserve(number.size());
+    for (size_t r = 0; r < order.size(); ++r) {
+      rank[static_cast<size_t>(order[r])] = static_cast<int>(r);
+      c.keys.push_back(*byNumber[static_cast<size_t>(order[r])]);
+    }
+    for (int& k : c.valueKey)
+      if (k >= 0) k = rank[static_cast<size_t>(k)];
+    number.clear();
     c.opMb.reserve(g.ops.size());
     c.opKey.reserve(g.ops.size());
     for (const Op& op : g.ops) {
       CopyTag t = copyTagOf(op.id);
       c.opMb.push_back(t.mb);
-      c.opKey.push_back(std::move(t.key));
+      if (t.mb == kStepWide) {
+        c.opKey.push_back(-1);
+        continue;
+      }
+      auto [it, fresh] = number.try_emplace(std::move(t.key), static_cast<int>(number.size()));
+      if (fresh) c.opKeys.push_back(it->first);
+      c.opKey.push_back(it->second);
     }
   }
 
@@ -277,14 +319,19 @@ class MicroBatchFolder {
       }
       n_ = count;
       c.ops.resize(static_cast<size_t>(n_));
-      c.values.resize(static_cast<size_t>(n_));
+      c.values.assign(static_cast<size_t>(n_), std::vector<ValueId>(c.keys.size(), kNone));
+      c.valueCount.assign(static_cast<size_t>(n_), 0);
       for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
         const int j = c.valueMb[static_cast<size_t>(v)];
         if (j == kStepWide) continue;
-        if (!c.values[static_cast<size_t>(j)].emplace(c.valueKey[static_cast<size_t>(v)], v).second) {
+        ValueId& slot =
+            c.values[static_cast<size_t>(j)][static_cast<size_t>(c.valueKey[static_cast<size_t>(v)])];
+        if (slot != kNone) {
           why = where(d) + "value '" + g.values[v].name + "' has a twin key";
           return false;
         }
+        slot = v;
+        ++c.valueCount[static_cast<size_t>(j)];
       }
       for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
         const Op& op = g.ops[o];
@@ -313,7 +360,7 @@ class MicroBatchFolder {
       // program; an explicit plan's copies must all have the template's size.
       const size_t f = static_cast<size_t>(from_);
       for (int j : compact_ ? std::set<int>{from_ + 1} : stated_)
-        if (c.values[static_cast<size_t>(j)].size() != c.values[f].size() ||
+        if (c.valueCount[static_cast<size_t>(j)] != c.valueCount[f] ||
             c.ops[static_cast<size_t>(j)].size() != c.ops[f].size()) {
           why = where(d) + "micro-batch " + std::to_string(j) + " has another program than micro-batch " +
                 std::to_string(from_);
@@ -330,15 +377,17 @@ class MicroBatchFolder {
     const Device& dev = plan_.devices[d];
     Copies& c = copies_[d];
     const size_t f = static_cast<size_t>(from_);
-    for (const auto& [key, v0] : c.values[f]) {
-      auto it = c.values[f + 1].find(key);
-      if (it == c.values[f + 1].end()) {
+    for (int key = 0; key < static_cast<int>(c.keys.size()); ++key) {
+      const ValueId v0 = c.values[f][static_cast<size_t>(key)];
+      if (v0 == kNone) continue;
+      const ValueId v1 = c.values[f + 1][static_cast<size_t>(key)];
+      if (v1 == kNone) {
         why = where(d) + "micro-batch " + std::to_string(from_ + 1) + " has no copy of '" +
               dev.graph.values[v0].name + "'";
         return false;
       }
       const Lineage* l0 = lineageOf(dev, v0);
-      const Lineage* l1 = lineageOf(dev, it->second);
+      const Lineage* l1 = lineageOf(dev, v1);
       if (!l0 != !l1 || (l0 && (l0->tensor != l1->tensor || l0->parts != l1->parts ||
                                 l0->box.ranges.size() != l1->box.ranges.size()))) {
         why = where(d) + "the lineage of '" + dev.graph.values[v0].name + "' differs between micro-batches";
@@ -390,10 +439,12 @@ class MicroBatchFolder {
   bool lineageIsTranslate(size_t d, int j, std::string& why) {
     const Device& dev = plan_.devices[d];
     const Copies& c = copies_[d];
-    for (const auto& [key, v0] : c.values[static_cast<size_t>(from_)]) {
-      auto it = c.values[static_cast<size_t>(j)].find(key);
-      const std::string name = dev.graph.values[v0].name;
-      if (it == c.values[static_cast<size_t>(j)].end()) {
+    for (int key = 0; key < static_cast<int>(c.keys.size()); ++key) {
+      const ValueId v0 = c.values[static_cast<size_t>(from_)][static_cast<size_t>(key)];
+      if (v0 == kNone) continue;
+      const ValueId vj = c.values[static_cast<size_t>(j)][static_cast<size_t>(key)];
+      const std::string& name = dev.graph.values[v0].name;
+      if (vj == kNone) {
         if (compact_) {  // a stated deviant without this value: kept as written, not folded
           copies_[d].lineageDeviant = true;
           continue;
@@ -401,7 +452,7 @@ class MicroBatchFolder {
         why = where(d) + "micro-batch " + std::to_string(j) + " has no copy of '" + name + "'";
         return false;
       }
-      if (dev.graph.values[v0].type != dev.graph.values[it->second].type) {
+      if (dev.graph.values[v0].type != dev.graph.values[vj].type) {
         if (compact_) {
           copies_[d].lineageDeviant = true;
           continue;
@@ -410,7 +461,7 @@ class MicroBatchFolder {
         return false;
       }
       const Lineage* l0 = lineageOf(dev, v0);
-      const Lineage* lj = lineageOf(dev, it->second);
+      const Lineage* lj = lineageOf(dev, vj);
       bool same = !l0 == !lj;
       if (same && l0) same = translated(c, key, *l0, j - from_) == *lj;
       if (!same && compact_) {
@@ -419,8 +470,8 @@ class MicroBatchFolder {
       }
       if (!same) {
         why = where(d) + "the lineage of micro-batch " + std::to_string(j) + "'s '" +
-              dev.graph.values[it->second].name + "' is not the translate of micro-batch " +
-              std::to_string(from_) + "'s";
+              dev.graph.values[vj].name + "' is not the translate of micro-batch " + std::to_string(from_) +
+              "'s";
         return false;
       }
     }
@@ -428,7 +479,7 @@ class MicroBatchFolder {
   }
 
   // A copy's lineage moved by `delta` micro-batches along its steps.
-  static Lineage translated(const Copies& c, const std::string& key, Lineage lin, int64_t delta) {
+  static Lineage translated(const Copies& c, int key, Lineage lin, int64_t delta) {
     for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
       auto st = c.boxStep.find({key, i});
       const int64_t shift = st == c.boxStep.end() ? 0 : st->second * delta;
@@ -445,9 +496,8 @@ class MicroBatchFolder {
   bool checkSteps(size_t d, std::string& why) {
     const Device& dev = plan_.devices[d];
     const Copies& c = copies_[d];
-    const size_t f = static_cast<size_t>(from_);
     for (const auto& [site, step] : c.boxStep) {
-      const Lineage lin = translated(c, site.first, *lineageOf(dev, c.values[f].at(site.first)), -from_);
+      const Lineage lin = translated(c, site.first, *lineageOf(dev, c.at(from_, site.first)), -from_);
       const ValueId lv = lineageValue(plan_.logical, lin);
       if (lv == kNone || site.second >= plan_.logical.values[lv].type.shape.size()) {
         why = "lineage of an unknown logical tensor";
@@ -464,7 +514,7 @@ class MicroBatchFolder {
       copies_[d].seeds.insert({lv, static_cast<int>(site.second)});  // per device: learnt on two threads
     }
     for (const auto& [key, step] : c.partStep) {
-      const Lineage lin = translated(c, key, *lineageOf(dev, c.values[f].at(key)), -from_);
+      const Lineage lin = translated(c, key, *lineageOf(dev, c.at(from_, key)), -from_);
       if (step < 0 || lin.parts % (n_ * step) || lin.part % (n_ * step) >= step) {
         why = "a value part of '" + lin.tensor + "' is not indexed by the micro-batch";
         return false;
@@ -518,7 +568,7 @@ class MicroBatchFolder {
   bool findChains(size_t d, std::string& why) {
     const Graph& g = plan_.devices[d].graph;
     Copies& c = copies_[d];
-    std::map<ValueId, std::pair<std::string, int>> partial;  // partial sum -> (key, position)
+    std::map<ValueId, std::pair<int, int>> partial;  // partial sum -> (key, position)
     const std::vector<std::vector<OpId>> users = g.consumers();
     for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
       if (c.opMb[static_cast<size_t>(o)] != kStepWide) continue;
@@ -542,7 +592,7 @@ class MicroBatchFolder {
       const auto at = std::find(order_.begin(), order_.end(), j);
       if (j == kStepWide || at == order_.begin() || at == order_.end()) return fail();
       const int k = static_cast<int>(at - order_.begin());
-      const std::string& key = c.valueKey[static_cast<size_t>(x)];
+      const int key = c.valueKey[static_cast<size_t>(x)];
       const bool starts = k == 1 && c.valueMb[static_cast<size_t>(a)] == order_[0] &&
                           c.valueKey[static_cast<size_t>(a)] == key;
       auto prev = partial.find(a);
@@ -555,8 +605,8 @@ class MicroBatchFolder {
     }
     for (const auto& [key, chain] : c.chains)
       if (chain.size() + 1 != order_.size()) {
-        why =
-            where(d) + "the sum of '" + key + "' over micro-batches stops at " + std::to_string(chain.size());
+        why = where(d) + "the sum of '" + c.keys[static_cast<size_t>(key)] +
+              "' over micro-batches stops at " + std::to_string(chain.size());
         return false;
       }
     for (const auto& [v, at] : partial)
@@ -590,7 +640,7 @@ class MicroBatchFolder {
   }
 
   // Moves a kept copy (micro-batch j at position p) to its place in a batch of m micro-batches.
-  void place(const Copies& c, const std::string& key, int j, int64_t p, int64_t m, Lineage& lin) const {
+  void place(const Copies& c, int key, int j, int64_t p, int64_t m, Lineage& lin) const {
     for (size_t i = 0; i < lin.box.ranges.size(); ++i) {
       auto st = c.boxStep.find({key, i});
       if (st == c.boxStep.end()) continue;
@@ -643,7 +693,7 @@ class MicroBatchFolder {
     std::vector<bool> keepOp(g.ops.size()), keepValue(g.values.size());
     for (size_t o = 0; o < g.ops.size(); ++o)
       keepOp[o] = c.opMb[o] == kStepWide || kept.count(c.opMb[o]);
-    std::map<OpId, std::string> lastAdd;  // the add that yields a chain's total -> the chain's key
+    std::map<OpId, int> lastAdd;  // the add that yields a chain's total -> the chain's key
     for (const auto& [key, chain] : c.chains) {
       for (size_t i = 0; i + 1 < chain.size(); ++i)
         keepOp[static_cast<size_t>(chain[i])] = false;
@@ -672,11 +722,11 @@ class MicroBatchFolder {
     };
     std::map<std::pair<int, ValueId>, ValueId> cloneId;  // (copy, template value) -> value
     for (int j : fill)
-      for (const auto& [key, v] : c.values[f])
-        cloneId[{j, v}] = addValue(nameOf(key, j), g.values[v].type);
-    auto copyValue = [&](const std::string& key, int k) {
-      return stated_.count(k) ? newId[static_cast<size_t>(c.values[static_cast<size_t>(k)].at(key))]
-                              : cloneId.at({k, c.values[f].at(key)});
+      for (size_t key = 0; key < c.keys.size(); ++key)
+        if (const ValueId v = c.values[f][key]; v != kNone)
+          cloneId[{j, v}] = addValue(nameOf(c.keys[key], j), g.values[v].type);
+    auto copyValue = [&](int key, int k) {
+      return stated_.count(k) ? newId[static_cast<size_t>(c.at(k, key))] : cloneId.at({k, c.at(from_, key)});
     };
     auto emit = [&h](Op op) {
       const OpId id = static_cast<OpId>(h.ops.size());
@@ -729,7 +779,7 @@ class MicroBatchFolder {
       if (mb != from_) continue;
       for (int j : fill) {  // the implied copies of this op, right after it
         Op clone = op;
-        clone.id = nameOf(c.opKey[static_cast<size_t>(o)], j);
+        clone.id = nameOf(c.opKeys[static_cast<size_t>(c.opKey[static_cast<size_t>(o)])], j);
         for (ValueId& v : clone.inputs)
           v = c.valueMb[static_cast<size_t>(v)] == from_ ? cloneId.at({j, v}) : newId[static_cast<size_t>(v)];
         for (ValueId& v : clone.outputs)
@@ -770,7 +820,7 @@ class MicroBatchFolder {
           }
         }
       if (t && j != kStepWide) {
-        const std::string& key = c.valueKey[u];
+        const int key = c.valueKey[u];
         auto step = c.boxStep.lower_bound({key, 0});
         if (c.partStep.count(key) || (step != c.boxStep.end() && step->first.first == key))
           t->varying.insert({d, to});
