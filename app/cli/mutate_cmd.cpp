@@ -26,8 +26,8 @@ namespace {
 const char* kHelp =
     "usage: paraproof mutate --model NAME --parallel dp=..,tp=..,pp=..,mb=.. [--layers L] [--seq S] [--batch "
     "B]\n"
-    "                        --count N --seed S [--jobs J] [--operators a,b,..] [--timeout T] [--no-reduce]\n"
-    "                        [--explicit]\n"
+    "                        --count N --seed S [--jobs J] [--operators a,b,..] [--timeout T] "
+    "[--no-reduce]\n                        [--apart-elements N] [--explicit]\n"
     "\n"
     "Mutation testing of the verifier. Applies N random semantic mutations (one each) to the correct "
     "generated\n"
@@ -48,6 +48,8 @@ const char* kHelp =
     "  --operators a,b       only these mutation operators (default: all)\n"
     "  --timeout T           per-stage verifier time limit in seconds (default 30)\n"
     "  --no-reduce           verify at full shapes (the oracle always runs at full shape)\n"
+    "  --apart-elements N    verify stages of at least N reduced elements as plans of their own first\n"
+    "                        (1: every stage; default as verify's)\n"
     "  --explicit            mutate the explicit plan (every replica and micro-batch copy written out: a\n"
     "                        mutation hits one of them); default: the plan as generated, compact from dp=8\n"
     "                        or mb=4 (a mutation of a template hits every replica or copy it stands for).\n"
@@ -203,7 +205,7 @@ std::vector<std::string> splitList(const std::string& s) {
 int runMutate(const std::vector<std::string>& argv) {
   Args args(argv,
             {"model", "parallel", "layers", "seq", "batch", "count", "seed", "jobs", "operators", "timeout",
-             "index", "save"},
+             "index", "save", "apart-elements"},
             {"help", "no-reduce", "explicit"});
   if (args.has("help")) {
     std::cout << kHelp << "\nmutation operators:\n";
@@ -227,6 +229,7 @@ int runMutate(const std::vector<std::string>& argv) {
   vopt.jobs = 1;  // parallelism is over mutants
   vopt.timeoutSeconds = args.getDouble("timeout", 30, 0.001);
   vopt.reduceShapes = !args.has("no-reduce");
+  if (args.has("apart-elements")) vopt.apartElements = args.getInt("apart-elements", 0, 0, 1 << 30);
 
   Plan correct;
   try {

@@ -49,6 +49,10 @@ const char* kHelp =
     "  --no-fold             check every data-parallel replica (no replica fold)\n"
     "  --explicit            with --model: generate every device (not the compact form)\n"
     "  --no-dedup            check identical stages separately\n"
+    "  --apart-elements N    a stage whose reduced tensors hold at least N elements is first verified as\n"
+    "                        a plan of its own, its axis classes reduced apart from the plan's (default\n"
+    "                        32768; docs/soundness.md, \"A stage as a plan of its own\")\n"
+    "  --no-apart            never (as --apart-elements 0)\n"
     "  --mpi                 run under mpirun: the processes share the stages, rank 0 writes the report\n"
     "                        (the same report as one process), e.g. mpirun -n 4 paraproof verify P --mpi\n"
     "  --check-numerics      with SCRIPT.py: also run both steps eagerly on random inputs (a differential "
@@ -96,8 +100,9 @@ class Progress : public verify::Observer {
 int runVerify(const std::vector<std::string>& argv) {
   Args args(argv,
             {"jobs", "engine", "timeout", "deadline", "memory", "json", "model", "parallel", "layers", "seq",
-             "batch", "inject", "hold-stage", "full-size-recheck"},
-            {"help", "verbose", "no-reduce", "no-dedup", "no-fold", "explicit", "mpi", "check-numerics"});
+             "batch", "inject", "hold-stage", "full-size-recheck", "apart-elements"},
+            {"help", "verbose", "no-reduce", "no-dedup", "no-apart", "no-fold", "explicit", "mpi",
+             "check-numerics"});
   if (args.has("help")) {
     std::cout << kHelp;
     return 0;
@@ -127,6 +132,8 @@ int runVerify(const std::vector<std::string>& argv) {
     opt.fullSizeRecheckElements = args.getInt("full-size-recheck", 0, 0, 1 << 30);
   opt.fold = !args.has("no-fold");
   opt.dedupStages = !args.has("no-dedup");
+  if (args.has("apart-elements")) opt.apartElements = args.getInt("apart-elements", 0, 0, 1 << 30);
+  if (args.has("no-apart")) opt.apartElements = 0;
   std::unique_ptr<verify::StageShare> share;
   if (args.has("mpi")) share = joinMpi();
   opt.share = share.get();

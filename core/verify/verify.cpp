@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -28,6 +29,7 @@
 #include "core/stage/reduce.h"
 #include "core/stage/signature.h"
 #include "core/stage/stage.h"
+#include "core/stage/stage_plan.h"
 #include "core/verify/stage_share.h"
 
 namespace paraproof::verify {
@@ -438,6 +440,11 @@ void unfoldFullIndex(CounterexampleReport& c, const Plan& folded, const std::vec
 // many elements (a fixture, a red-team recipe, a small model); larger ones keep their reduced proof, said in
 // a note (docs/soundness.md, "Size points").
 constexpr int64_t kSeveralClassesElements = int64_t{1} << 16;
+// The words of the note that says some stage's proof rests on the two reductions alone (condition D for
+// reduction's open case): a stage proved as a plan of its own is not taken when its run says this.
+constexpr const char* kRestsOnTwoReductions = "their proof rests on the two reductions";
+// A stage proved as a plan of its own is marked in the report by this and its full-size signature.
+constexpr std::string_view kApart = "apart:";
 
 // Where a run checks the plan (docs/soundness.md, "Size points"): the fold counts and the reduction, each at
 // its first (0) or second (1) point.
@@ -475,6 +482,17 @@ struct PointOutcome {
 // depend on the point (a replica's own compute) is checked once.
 struct StageCache {
   std::unordered_map<std::string, StageResult> verified;
+  // Stages tried as plans of their own, by signature at full size (equal signatures are equal problems):
+  // the result where that proved them, none where it did not. `run` (numbered by `runs`) and `stage` name
+  // the size point's run and the stage that tried.
+  struct Apart {
+    std::optional<StageResult> proved;
+    int run = 0;
+    int stage = kNone;
+  };
+  int runs = 0;
+  std::mutex apartMu;
+  std::unordered_map<std::string, Apart> apart;
 };
 
 // Fold, validate, check the state contract (docs/soundness.md, "Folds" and "State contract"): the plan the
@@ -579,7 +597,8 @@ class PointRun {
         at(at),
         outcome(outcome),
         cache(cache),
-        first(first) {
+        first(first),
+        runId(cache ? ++cache->runs : 0) {
     rep.plan = given.name;
   }
 
@@ -603,6 +622,7 @@ class PointRun {
   PointOutcome* outcome;
   StageCache* cache;
   const PointOutcome* first;
+  const int runId;  // among the runs sharing `cache`
 
   const Clock::time_point start = Clock::now();
   Clock::time_point phaseStart = start;
@@ -618,6 +638,8 @@ class PointRun {
   std::vector<std::string> severalClasses;             // by stage: why condition D wants full size
   std::vector<bool> done;
   std::vector<Diagnostic> invalid;  // ops that lowering rejects (division by a constant zero)
+  std::once_flag inputDomainsOnce;
+  std::optional<stage::IntDomains> inputDomains;  // of input(): the full-size signatures of provedApart
   // One stop flag for everything below: the caller's cancel or the run's deadline, whichever comes first.
   std::atomic<bool> stop{false}, deadlineReached{false};
   solver::Budget budget{opt.timeoutSeconds, &stop};
@@ -906,6 +928,58 @@ class PointRun {
     std::stable_partition(list.begin(), list.end(), [&](int i) { return i == opt.holdStage; });
   }
 
+  // A large stage verified as a plan of its own (docs/soundness.md, "A stage as a plan of its own"): the
+  // stage's ops and the lineage of its values, taken from the folded plan at full size, whose axis classes
+  // the verifier reduces apart from the rest of the plan's (a class another stage must keep whole, such as
+  // the experts a top-k picks from, shrinks in the stages that only compute over it). Its result where that
+  // run proves it equivalent with nothing left open; none otherwise, and the stage is checked as usual
+  // (a failure is always found and reported by the usual check).
+  // `hash` receives the stage's mark in the report: "apart:" and its full-size signature, which groups the
+  // stages one proof serves (canonicalOwners) and keeps the result out of the reduced-signature cache.
+  std::optional<StageResult> provedApart(size_t i, std::string& hash) {
+    if (opt.apartElements <= 0 || !reduced.reduced || !cache || static_cast<int>(i) == opt.holdStage)
+      return std::nullopt;
+    if (stage::stageElements(work(), stages[i]) < opt.apartElements) return std::nullopt;
+    std::call_once(inputDomainsOnce, [&] { inputDomains = stage::intDomains(input()); });
+    const std::string sig = stage::stageSignature(input(), stages[i], *inputDomains);
+    hash = std::string(kApart) + sig;
+    auto reuse = [&](const StageCache::Apart& a) -> std::optional<StageResult> {
+      if (!a.proved) return std::nullopt;
+      StageResult r = *a.proved;
+      r.reusedFrom = a.run == runId && a.stage != static_cast<int>(i) ? a.stage : kNone;
+      return r;
+    };
+    {
+      std::lock_guard lock(cache->apartMu);
+      if (auto it = cache->apart.find(sig); it != cache->apart.end()) return reuse(it->second);
+    }
+    StageCache::Apart tried{std::nullopt, runId, static_cast<int>(i)};
+    if (std::optional<Plan> own = stage::stageAsPlan(input(), stages[i])) {
+      Options sub = opt;
+      sub.jobs = 1;
+      sub.fold = false;
+      sub.apartElements = 0;
+      sub.deadlineSeconds = 0;  // the run's own stop flag ends it
+      sub.holdStage = -1;
+      sub.share = nullptr;  // one process proves it: the processes exchange the stage's result as any other
+      const Report r = verifyPlan(*own, sub, nullptr, &stop);
+      const bool open = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.find(kRestsOnTwoReductions) != std::string::npos;
+      });
+      if (r.verdict == Verdict::Equivalent && !open) {
+        StageResult res;
+        res.status = solver::Status::Verified;
+        res.engine = r.results.empty() ? "none" : r.results.front().engine;
+        res.reason = "proved as a plan of its own (" + std::to_string(r.stages.size()) +
+                     " stages, its axis classes reduced apart from the plan's; docs/soundness.md, \"A stage "
+                     "as a plan of its own\")";
+        tried.proved = std::move(res);
+      }
+    }
+    std::lock_guard lock(cache->apartMu);
+    return reuse(cache->apart.emplace(sig, std::move(tried)).first->second);
+  }
+
   void check() {
     std::mutex mu;
     std::map<std::string, int> owner;         // canonical hash -> stage being / been checked
@@ -983,6 +1057,16 @@ class PointRun {
         if (observer) observer->onStageStarted(static_cast<int>(i));
         const auto t0 = Clock::now();
         StageResult res;
+        std::string apartHash;
+        if (std::optional<StageResult> apart = provedApart(i, apartHash)) {
+          apart->seconds = since(t0);
+          std::lock_guard lock(mu);
+          // Its mark comes after finish: the stages of its reduced signature are not served by a proof of
+          // the full-size problem, each is tried itself (and finds its proof by its full-size signature).
+          finish(static_cast<int>(i), std::move(*apart));
+          rep.stages[i].hash = std::move(apartHash);
+          continue;
+        }
         solver::Problem pb;
         try {
           const auto stageDeadline = opt.timeoutSeconds > 0
@@ -1216,11 +1300,12 @@ class PointRun {
           "the "
           "two reductions do not separate; " +
           std::to_string(severalChecked) + " checked at full size" +
-          (severalKept ? ", " + std::to_string(severalKept) + " too large for that (over " +
-                             std::to_string(kSeveralClassesElements) +
-                             " elements): their proof rests on the two reductions (docs/soundness.md, \"Size "
-                             "points\"; --no-reduce checks them at full size)"
-                       : std::string()));
+          (severalKept
+               ? ", " + std::to_string(severalKept) + " too large for that (over " +
+                     std::to_string(kSeveralClassesElements) + " elements): " + kRestsOnTwoReductions +
+                     " (docs/soundness.md, \"Size "
+                     "points\"; --no-reduce checks them at full size)"
+               : std::string()));
     phase("full-size");
   }
 
@@ -1259,7 +1344,7 @@ class PointRun {
     // stage's, not the reduced problem's.
     for (size_t i = 0; cache && i < sigs.size(); ++i)
       if (done[i] && !sigs[i].empty() && rep.results[i].status == solver::Status::Verified &&
-          rep.results[i].fullSizeCheck.empty())
+          rep.results[i].fullSizeCheck.empty() && !rep.stages[i].hash.starts_with(kApart))
         cache->verified.emplace(sigs[i], rep.results[i]);
     outcome->replicasFolded = folded().folded && folded().count > 0;
     outcome->copiesFolded = mbFolded().folded && mbFolded().count > 0;

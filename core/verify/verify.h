@@ -33,6 +33,9 @@ struct Options {
   // (0: never; the failure is then reported as found at reduced shape only, never "confirmed").
   int64_t fullSizeRecheckElements = int64_t{1} << 20;
   bool dedupStages = true;
+  // A stage whose reduced tensors hold at least this many elements is first verified as a plan of its own
+  // (stage/stage_plan.h): its axis classes then reduce apart from the rest of the plan's. 0: never.
+  int64_t apartElements = int64_t{1} << 15;
   // Check symmetric copies as a few: replicas along a data-parallel axis (stage/fold.h) and micro-batches
   // (stage/microbatch_fold.h). Off with --no-fold.
   bool fold = true;
