@@ -20,6 +20,7 @@
 #include "core/stage/microbatch_fold.h"
 #include "core/stage/reduce.h"
 #include "core/stage/signature.h"
+#include "fixture_plans.h"
 
 using namespace paraproof;
 
@@ -157,19 +158,10 @@ class TestSignature : public QObject {
 
   void equalSignaturesMeanEqualProblemsOnFixtures() {
     Counts c;
-    for (const char* dir : {"plans", "soundness"})
-      for (const auto& e : std::filesystem::directory_iterator(std::string(PARAPROOF_FIXTURES) + "/" + dir)) {
-        if (e.path().extension() != ".json") continue;
-        Plan plan;
-        try {
-          plan = loadPlan(e.path().string());
-          if (!validatePlan(plan).empty()) continue;
-        } catch (const std::exception&) {
-          continue;  // the invalid fixtures of this folder
-        }
-        const QString mismatch = firstMismatch(plan, c);
-        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
-      }
+    testing::forEachValidFixturePlan([&](const Plan& plan) {
+      const QString mismatch = firstMismatch(plan, c);
+      QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    });
     QVERIFY(c.stages > 100);
   }
 

@@ -3,7 +3,6 @@
 // canonical hashes: an identity check of the extraction), and verifying stages apart never changes a
 // verdict (every catalog bug with every stage tried apart, against none).
 #include <QtTest>
-#include <filesystem>
 
 #include "core/models/zoo.h"
 #include "core/parallel/bugs.h"
@@ -15,6 +14,7 @@
 #include "core/stage/lower.h"
 #include "core/stage/stage_plan.h"
 #include "core/verify/verify.h"
+#include "fixture_plans.h"
 
 using namespace paraproof;
 
@@ -99,19 +99,10 @@ class TestStagePlan : public QObject {
 
   void aStageAsAPlanLowersAsTheStageOnFixtures() {
     Extracted n;
-    for (const char* dir : {"plans", "soundness"})
-      for (const auto& e : std::filesystem::directory_iterator(std::string(PARAPROOF_FIXTURES) + "/" + dir)) {
-        if (e.path().extension() != ".json") continue;
-        Plan plan;
-        try {
-          plan = loadPlan(e.path().string());
-          if (!validatePlan(plan).empty()) continue;
-        } catch (const std::exception&) {
-          continue;  // the invalid fixtures of this folder
-        }
-        const QString mismatch = firstMismatch(plan, n);
-        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
-      }
+    testing::forEachValidFixturePlan([&](const Plan& plan) {
+      const QString mismatch = firstMismatch(plan, n);
+      QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+    });
     qInfo("%zu stages, %zu stated as plans, %zu compared", n.stages, n.apart, n.compared);
     QVERIFY(n.compared > 100);
   }

@@ -1058,7 +1058,13 @@ class PointRun {
         const auto t0 = Clock::now();
         StageResult res;
         std::string apartHash;
-        if (std::optional<StageResult> apart = provedApart(i, apartHash)) {
+        std::optional<StageResult> apart;
+        try {
+          apart = provedApart(i, apartHash);
+        } catch (const std::exception&) {
+          apart.reset();  // (out of memory, say) the stage is checked the usual way, which reports it
+        }
+        if (apart) {
           apart->seconds = since(t0);
           std::lock_guard lock(mu);
           // Its mark comes after finish: the stages of its reduced signature are not served by a proof of
