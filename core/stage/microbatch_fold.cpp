@@ -36,11 +36,9 @@ constexpr int kStepWide = -1;  // an op or value outside every micro-batch copy
 struct Copies {
   std::vector<int> valueMb, opMb;
   std::vector<int> valueKey, opKey;          // key numbers (-1 for step-wide values and ops)
-  std::vector<std::string> keys;             // the copy values' keys, by number, in text order
-  std::vector<std::string> opKeys;           // the copy ops' keys, by number (equality and names only)
+  std::vector<std::string> keys, opKeys;     // the copy values' and ops' keys, by number, in text order
   std::vector<std::vector<OpId>> ops;        // per micro-batch, in program order
   std::vector<std::vector<ValueId>> values;  // per micro-batch: key -> value (kNone where absent)
-  std::vector<size_t> valueCount;            // per micro-batch: how many keys it has a value of
   std::map<std::pair<int, size_t>, int64_t> boxStep;  // (key, dim) -> offset step per micro-batch
   std::map<int, int64_t> partStep;                    // key -> part-index step per micro-batch
   // Accumulation chains: per key of the summed value, the adds at positions 1..n-1.
@@ -220,48 +218,44 @@ class MicroBatchFolder {
 
   // The micro-batch and key of every value and op of `g`.
   static void tag(const Graph& g, Copies& c) {
-    // Value keys: numbered first by appearance, then renumbered in the order of their texts.
-    std::unordered_map<std::string, int> number;
-    c.valueMb.reserve(g.values.size());
-    c.valueKey.reserve(g.values.size());
-    for (const Value& v : g.values) {
-      CopyTag t = copyTagOf(v.name);
-      c.valueMb.push_back(t.mb);
-      if (t.mb == kStepWide) {
-        c.valueKey.push_back(-1);
-        continue;
-      }
-      auto [it, fresh] = number.try_emplace(std::move(t.key), static_cast<int>(number.size()));
-      c.valueKey.push_back(it->second);
+    c.keys = numberKeys(
+        g.values, [](const Value& v) -> const Name& { return v.name; }, c.valueMb, c.valueKey);
+    c.opKeys = numberKeys(
+        g.ops, [](const Op& op) -> const Name& { return op.id; }, c.opMb, c.opKey);
+  }
+
+  // Tags each item's name (copyTagOf): its micro-batch goes to `mb`, the number of its key to `key` (-1 for
+  // a step-wide one); keys are numbered in the order of their texts, which are returned by number.
+  template <class Item, class NameOf>
+  static std::vector<std::string> numberKeys(const std::vector<Item>& items, NameOf nameOf,
+                                             std::vector<int>& mb, std::vector<int>& key) {
+    std::unordered_map<std::string, int> number;  // first by appearance
+    mb.reserve(items.size());
+    key.reserve(items.size());
+    for (const Item& item : items) {
+      CopyTag t = copyTagOf(nameOf(item));
+      mb.push_back(t.mb);
+      key.push_back(
+          t.mb == kStepWide
+              ? -1
+              : number.try_emplace(std::move(t.key), static_cast<int>(number.size())).first->second);
     }
-    std::vector<const std::string*> byNumber(number.size());
-    for (const auto& [key, k] : number)
-      byNumber[static_cast<size_t>(k)] = &key;
+    std::vector<const std::string*> text(number.size());
+    for (const auto& [k, n] : number)
+      text[static_cast<size_t>(n)] = &k;
     std::vector<int> order(number.size());
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return *byNumber[a] < *byNumber[b]; });
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return *text[a] < *text[b]; });
     std::vector<int> rank(number.size());
-    c.keys.reserve(number.size());
+    std::vector<std::string> keys;
+    keys.reserve(number.size());
     for (size_t r = 0; r < order.size(); ++r) {
       rank[static_cast<size_t>(order[r])] = static_cast<int>(r);
-      c.keys.push_back(*byNumber[static_cast<size_t>(order[r])]);
+      keys.push_back(*text[static_cast<size_t>(order[r])]);
     }
-    for (int& k : c.valueKey)
+    for (int& k : key)
       if (k >= 0) k = rank[static_cast<size_t>(k)];
-    number.clear();
-    c.opMb.reserve(g.ops.size());
-    c.opKey.reserve(g.ops.size());
-    for (const Op& op : g.ops) {
-      CopyTag t = copyTagOf(op.id);
-      c.opMb.push_back(t.mb);
-      if (t.mb == kStepWide) {
-        c.opKey.push_back(-1);
-        continue;
-      }
-      auto [it, fresh] = number.try_emplace(std::move(t.key), static_cast<int>(number.size()));
-      if (fresh) c.opKeys.push_back(it->first);
-      c.opKey.push_back(it->second);
-    }
+    return keys;
   }
 
   // Tags every op and value; checks that a copy reads only itself and step-wide values, and that every device
@@ -320,7 +314,6 @@ class MicroBatchFolder {
       n_ = count;
       c.ops.resize(static_cast<size_t>(n_));
       c.values.assign(static_cast<size_t>(n_), std::vector<ValueId>(c.keys.size(), kNone));
-      c.valueCount.assign(static_cast<size_t>(n_), 0);
       for (ValueId v = 0; v < static_cast<ValueId>(g.values.size()); ++v) {
         const int j = c.valueMb[static_cast<size_t>(v)];
         if (j == kStepWide) continue;
@@ -331,7 +324,6 @@ class MicroBatchFolder {
           return false;
         }
         slot = v;
-        ++c.valueCount[static_cast<size_t>(j)];
       }
       for (OpId o = 0; o < static_cast<OpId>(g.ops.size()); ++o) {
         const Op& op = g.ops[o];
@@ -360,7 +352,7 @@ class MicroBatchFolder {
       // program; an explicit plan's copies must all have the template's size.
       const size_t f = static_cast<size_t>(from_);
       for (int j : compact_ ? std::set<int>{from_ + 1} : stated_)
-        if (c.valueCount[static_cast<size_t>(j)] != c.valueCount[f] ||
+        if (copyValues(c, j) != copyValues(c, from_) ||
             c.ops[static_cast<size_t>(j)].size() != c.ops[f].size()) {
           why = where(d) + "micro-batch " + std::to_string(j) + " has another program than micro-batch " +
                 std::to_string(from_);
@@ -429,6 +421,12 @@ class MicroBatchFolder {
     }
     c.deviants = best;
     return true;
+  }
+
+  // How many keys micro-batch j has a value of.
+  static size_t copyValues(const Copies& c, int j) {
+    const auto& v = c.values[static_cast<size_t>(j)];
+    return static_cast<size_t>(std::count_if(v.begin(), v.end(), [](ValueId x) { return x != kNone; }));
   }
 
   static const Lineage* lineageOf(const Device& dev, ValueId v) {
